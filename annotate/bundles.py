@@ -1,0 +1,672 @@
+"""Parse and validate a bundle (JSONL) into plain records. No ORM here.
+
+The parser streams the file line by line, keeps compact records, and collects *every* problem
+as `line N: message` instead of stopping at the first one: a lead fixing a 10,000-line file
+wants the whole list at once. References (case ids, passage ids) may point forward in the
+file, so they are checked after the last line, against the bundle plus whatever the project
+already holds (passed in by the caller).
+
+Each record's `row()` is its canonical bundle object (defaults filled in, numbers normalised);
+`content_hash` of that row is what makes re-imports idempotent and detects changed content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SPLITS = ("dev", "heldout")
+PROGRESS_EVERY = 5000
+
+FIELDS: dict[str, tuple[set[str], set[str]]] = {
+    # type: (required fields, optional fields)
+    "bundle": ({"corpus_version"}, {"name"}),
+    "passage": ({"passage_id", "text"}, {"document", "location", "title"}),
+    "case": (
+        {"case_id", "question", "answerable", "adversarial", "required_facts"},
+        {"forbidden_claims", "evidence", "split", "checked_documents", "tags", "corpus_version"},
+    ),
+    "answer": (
+        {"answer_id", "case_id", "variant", "text"},
+        {"sample", "abstained", "elapsed_ms", "request_cost", "retrieved", "claims"},
+    ),
+    "judgment": ({"case_id", "passage_id", "grade"}, set()),
+    "variant": ({"name"}, {"description", "model", "settings"}),
+}
+
+
+def normalize_ws(text: str) -> str:
+    """Collapse runs of whitespace so a quote copied across a line break still matches."""
+    return " ".join(text.split())
+
+
+def quote_occurs(quote: str, passage_text: str) -> bool:
+    needle = normalize_ws(quote)
+    return bool(needle) and needle in normalize_ws(passage_text)
+
+
+def canonical_number(value: int | float | None) -> int | float | None:
+    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def content_hash(row: Mapping[str, Any]) -> str:
+    encoded = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha1(encoded.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class BundleError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+class BundleInvalid(Exception):
+    """Raised with every problem found; nothing has been written."""
+
+    def __init__(self, errors: list[BundleError]):
+        self.errors = sorted(errors, key=lambda e: (e.line, e.message))
+        super().__init__(f"{len(self.errors)} problem(s) in the bundle")
+
+
+@dataclass(slots=True)
+class PassageRecord:
+    line: int
+    passage_id: str
+    text: str
+    document: str = ""
+    location: str = ""
+    title: str = ""
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "type": "passage",
+            "passage_id": self.passage_id,
+            "text": self.text,
+            "document": self.document,
+            "location": self.location,
+            "title": self.title,
+        }
+
+
+@dataclass(slots=True)
+class VariantRecord:
+    line: int
+    name: str
+    description: str = ""
+    model: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "type": "variant",
+            "name": self.name,
+            "description": self.description,
+            "model": self.model,
+            "settings": self.settings,
+        }
+
+
+@dataclass(slots=True)
+class EvidenceRecord:
+    passage_id: str
+    quote: str
+    location: str = ""
+
+
+@dataclass(slots=True)
+class CaseRecord:
+    line: int
+    case_id: str
+    question: str
+    answerable: bool
+    adversarial: bool
+    required_facts: list[str]
+    forbidden_claims: list[str] = field(default_factory=list)
+    evidence: list[EvidenceRecord] = field(default_factory=list)
+    split: str = "dev"
+    checked_documents: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "type": "case",
+            "case_id": self.case_id,
+            "question": self.question,
+            "answerable": self.answerable,
+            "adversarial": self.adversarial,
+            "required_facts": self.required_facts,
+            "forbidden_claims": self.forbidden_claims,
+            "evidence": [
+                {"passage_id": e.passage_id, "quote": e.quote, "location": e.location}
+                for e in self.evidence
+            ],
+            "split": self.split,
+            "checked_documents": self.checked_documents,
+            "tags": self.tags,
+        }
+
+
+@dataclass(slots=True)
+class RetrievedRecord:
+    passage_id: str
+    rank: int
+    score: float | None
+    in_prompt: bool
+
+
+@dataclass(slots=True)
+class ClaimRecord:
+    text: str
+    start: int
+    end: int
+    citations: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class AnswerRecord:
+    line: int
+    answer_id: str
+    case_id: str
+    variant: str
+    text: str
+    sample: int = 0
+    abstained: bool = False
+    elapsed_ms: float | None = None
+    request_cost: float | None = None
+    retrieved: list[RetrievedRecord] = field(default_factory=list)
+    claims: list[ClaimRecord] | None = None  # None: the app proposes sentence-level claims
+
+    def row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "type": "answer",
+            "answer_id": self.answer_id,
+            "case_id": self.case_id,
+            "variant": self.variant,
+            "sample": self.sample,
+            "text": self.text,
+            "abstained": self.abstained,
+            "elapsed_ms": canonical_number(self.elapsed_ms),
+            "request_cost": canonical_number(self.request_cost),
+            "retrieved": [
+                {
+                    "passage_id": r.passage_id,
+                    "rank": r.rank,
+                    "score": canonical_number(r.score),
+                    "in_prompt": r.in_prompt,
+                }
+                for r in self.retrieved
+            ],
+        }
+        if self.claims is not None:
+            row["claims"] = [
+                {"text": c.text, "start": c.start, "end": c.end, "citations": list(c.citations)}
+                for c in self.claims
+            ]
+        return row
+
+
+@dataclass(slots=True)
+class JudgmentRecord:
+    line: int
+    case_id: str
+    passage_id: str
+    grade: int
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "type": "judgment",
+            "case_id": self.case_id,
+            "passage_id": self.passage_id,
+            "grade": self.grade,
+        }
+
+
+@dataclass
+class Bundle:
+    corpus_version: str | None = None
+    name: str | None = None
+    passages: dict[str, PassageRecord] = field(default_factory=dict)
+    variants: dict[str, VariantRecord] = field(default_factory=dict)
+    cases: dict[str, CaseRecord] = field(default_factory=dict)
+    answers: dict[str, AnswerRecord] = field(default_factory=dict)
+    judgments: dict[tuple[str, str], JudgmentRecord] = field(default_factory=dict)
+    lines: int = 0
+
+
+class _Line:
+    """Typed field access for one JSON object; every problem is appended to `errors`."""
+
+    def __init__(self, number: int, obj: dict[str, Any], errors: list[BundleError], where=""):
+        self.lineno, self.obj, self.errors, self.where = number, obj, errors, where
+
+    def error(self, message: str) -> None:
+        self.errors.append(BundleError(self.lineno, f"{self.where}{message}"))
+
+    def _get(self, key: str, required: bool, default: Any) -> tuple[bool, Any]:
+        if key not in self.obj or (self.obj[key] is None and not required):
+            if required:
+                self.error(f"missing required field '{key}'")
+            return False, default
+        return True, self.obj[key]
+
+    def string(self, key: str, *, required: bool = False, nonempty: bool = False) -> str:
+        present, value = self._get(key, required, "")
+        if not present:
+            return ""
+        if not isinstance(value, str):
+            self.error(f"'{key}' must be a string, got {_kind(value)}")
+            return ""
+        if (required or nonempty) and not value.strip():
+            self.error(f"'{key}' must not be empty")
+        return value
+
+    def boolean(self, key: str, *, required: bool = False, default: bool = False) -> bool:
+        present, value = self._get(key, required, default)
+        if present and not isinstance(value, bool):
+            self.error(f"'{key}' must be true or false, got {_kind(value)}")
+            return default
+        return value
+
+    def integer(self, key: str, *, required: bool = False, default: int = 0, minimum=None) -> int:
+        present, value = self._get(key, required, default)
+        if not present:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(f"'{key}' must be an integer, got {_kind(value)}")
+            return default
+        if minimum is not None and value < minimum:
+            self.error(f"'{key}' must be ≥ {minimum}, got {value}")
+        return value
+
+    def number(self, key: str, *, minimum: float | None = None) -> float | None:
+        present, value = self._get(key, False, None)
+        if not present:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.error(f"'{key}' must be a number, got {_kind(value)}")
+            return None
+        if minimum is not None and value < minimum:
+            self.error(f"'{key}' must be ≥ {minimum}, got {value}")
+        return value
+
+    def string_list(self, key: str, *, required: bool = False, min_items: int = 0) -> list[str]:
+        present, value = self._get(key, required, [])
+        if not present:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error(f"'{key}' must be a list of strings")
+            return []
+        if len(value) < min_items:
+            self.error(f"'{key}' needs at least {min_items} item(s)")
+        return value
+
+    def object_list(self, key: str) -> list[dict[str, Any]]:
+        present, value = self._get(key, False, [])
+        if not present:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            self.error(f"'{key}' must be a list of objects")
+            return []
+        return value
+
+    def check_fields(self, kind: str) -> None:
+        required, optional = FIELDS[kind]
+        unknown = set(self.obj) - required - optional - {"type"}
+        for key in sorted(unknown):
+            allowed = ", ".join(sorted(required | optional))
+            self.error(f"unknown field '{key}' in {kind} (allowed: {allowed})")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
+    )
+
+
+def parse_bundle(
+    lines: Iterable[bytes | str],
+    *,
+    corpus_version: str | None = None,
+    known_passages: Mapping[str, str] | None = None,
+    known_cases: Iterable[str] = (),
+    progress: Callable[[int], None] | None = None,
+) -> Bundle:
+    """Parse and validate a bundle. Raises BundleInvalid with every problem found.
+
+    corpus_version: the project's, when it exists; the bundle must match it.
+    known_passages: passage_id -> text of passages the project already holds.
+    known_cases: case ids the project already holds.
+    """
+    known_passages = known_passages or {}
+    known_cases = set(known_cases)
+    errors: list[BundleError] = []
+    bundle = Bundle()
+    case_versions: list[tuple[int, str]] = []
+    seen_content = False
+    number = 0
+    for number, raw in enumerate(lines, start=1):
+        if progress and number % PROGRESS_EVERY == 0:
+            progress(number)
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                errors.append(BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})"))
+                continue
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            errors.append(BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(obj, dict):
+            errors.append(BundleError(number, f"expected a JSON object, got {_kind(obj)}"))
+            continue
+        kind = obj.get("type")
+        if kind not in FIELDS:
+            known = ", ".join(sorted(FIELDS))
+            got = "no 'type'" if kind is None else f"type {kind!r}"
+            errors.append(BundleError(number, f"{got}: each line needs a type, one of {known}"))
+            continue
+        line = _Line(number, obj, errors)
+        line.check_fields(kind)
+        if kind == "bundle":
+            if seen_content or bundle.corpus_version is not None:
+                line.error("the bundle header must be the first line")
+            bundle.corpus_version = line.string("corpus_version", required=True) or None
+            bundle.name = line.string("name") or None
+            continue
+        seen_content = True
+        if kind == "passage":
+            _parse_passage(line, bundle)
+        elif kind == "variant":
+            _parse_variant(line, bundle)
+        elif kind == "case":
+            version = _parse_case(line, bundle)
+            if version:
+                case_versions.append((number, version))
+        elif kind == "answer":
+            _parse_answer(line, bundle)
+        elif kind == "judgment":
+            _parse_judgment(line, bundle)
+    bundle.lines = number
+    if progress:
+        progress(number)
+
+    _check_versions(bundle, corpus_version, case_versions, errors)
+    _check_references(bundle, known_passages, known_cases, errors)
+    if errors:
+        raise BundleInvalid(errors)
+    return bundle
+
+
+def _parse_passage(line: _Line, bundle: Bundle) -> None:
+    record = PassageRecord(
+        line=line.lineno,
+        passage_id=line.string("passage_id", required=True),
+        text=line.string("text", required=True),
+        document=line.string("document"),
+        location=line.string("location"),
+        title=line.string("title"),
+    )
+    if record.passage_id in bundle.passages:
+        first = bundle.passages[record.passage_id].line
+        line.error(f"duplicate passage_id '{record.passage_id}' (first on line {first})")
+    elif record.passage_id:
+        bundle.passages[record.passage_id] = record
+
+
+def _parse_variant(line: _Line, bundle: Bundle) -> None:
+    settings = line.obj.get("settings") or {}
+    if not isinstance(settings, dict):
+        line.error("'settings' must be an object")
+        settings = {}
+    record = VariantRecord(
+        line=line.lineno,
+        name=line.string("name", required=True),
+        description=line.string("description"),
+        model=line.string("model"),
+        settings=settings,
+    )
+    if record.name in bundle.variants:
+        first = bundle.variants[record.name].line
+        line.error(f"duplicate variant '{record.name}' (first on line {first})")
+    elif record.name:
+        bundle.variants[record.name] = record
+
+
+def _parse_case(line: _Line, bundle: Bundle) -> str:
+    record = CaseRecord(
+        line=line.lineno,
+        case_id=line.string("case_id", required=True),
+        question=line.string("question", required=True),
+        answerable=line.boolean("answerable", required=True),
+        adversarial=line.boolean("adversarial", required=True),
+        required_facts=line.string_list("required_facts", required=True, min_items=1),
+        forbidden_claims=line.string_list("forbidden_claims"),
+        split=line.string("split") or "dev",
+        checked_documents=line.string_list("checked_documents"),
+        tags=line.string_list("tags"),
+    )
+    if record.split not in SPLITS:
+        line.error(f"'split' must be one of {', '.join(SPLITS)}, got {record.split!r}")
+    for i, item in enumerate(line.object_list("evidence")):
+        sub = _Line(line.lineno, item, line.errors, where=f"evidence[{i}]: ")
+        unknown = set(item) - {"passage_id", "quote", "location"}
+        for key in sorted(unknown):
+            sub.error(f"unknown field '{key}' (allowed: location, passage_id, quote)")
+        record.evidence.append(
+            EvidenceRecord(
+                passage_id=sub.string("passage_id", required=True),
+                quote=sub.string("quote", required=True),
+                location=sub.string("location"),
+            )
+        )
+    if record.answerable and not record.evidence:
+        line.error("an answerable case needs at least one 'evidence' entry")
+    if record.case_id in bundle.cases:
+        first = bundle.cases[record.case_id].line
+        line.error(f"duplicate case_id '{record.case_id}' (first on line {first})")
+    elif record.case_id:
+        bundle.cases[record.case_id] = record
+    return line.string("corpus_version")
+
+
+def _parse_answer(line: _Line, bundle: Bundle) -> None:
+    text = line.string("text", required=True)
+    record = AnswerRecord(
+        line=line.lineno,
+        answer_id=line.string("answer_id", required=True),
+        case_id=line.string("case_id", required=True),
+        variant=line.string("variant", required=True),
+        text=text,
+        sample=line.integer("sample", minimum=0),
+        abstained=line.boolean("abstained"),
+        elapsed_ms=line.number("elapsed_ms", minimum=0),
+        request_cost=line.number("request_cost", minimum=0),
+    )
+    ranks: set[int] = set()
+    retrieved_ids: set[str] = set()
+    for i, item in enumerate(line.object_list("retrieved")):
+        sub = _Line(line.lineno, item, line.errors, where=f"retrieved[{i}]: ")
+        for key in sorted(set(item) - {"passage_id", "rank", "score", "in_prompt"}):
+            sub.error(f"unknown field '{key}' (allowed: in_prompt, passage_id, rank, score)")
+        entry = RetrievedRecord(
+            passage_id=sub.string("passage_id", required=True),
+            rank=sub.integer("rank", required=True, minimum=1),
+            score=sub.number("score"),
+            in_prompt=sub.boolean("in_prompt"),
+        )
+        if entry.rank in ranks:
+            sub.error(f"rank {entry.rank} appears twice in this answer's ranking")
+        if entry.passage_id in retrieved_ids:
+            sub.error(f"passage '{entry.passage_id}' appears twice in this answer's ranking")
+        ranks.add(entry.rank)
+        retrieved_ids.add(entry.passage_id)
+        record.retrieved.append(entry)
+    record.retrieved.sort(key=lambda r: r.rank)
+    if "claims" in line.obj and line.obj["claims"] is not None:
+        record.claims = _parse_claims(line, text)
+    if record.answer_id in bundle.answers:
+        first = bundle.answers[record.answer_id].line
+        line.error(f"duplicate answer_id '{record.answer_id}' (first on line {first})")
+    elif record.answer_id:
+        bundle.answers[record.answer_id] = record
+
+
+def _parse_claims(line: _Line, text: str) -> list[ClaimRecord]:
+    claims: list[ClaimRecord] = []
+    previous_end = 0
+    for i, item in enumerate(line.object_list("claims")):
+        sub = _Line(line.lineno, item, line.errors, where=f"claims[{i}]: ")
+        for key in sorted(set(item) - {"text", "start", "end", "citations"}):
+            sub.error(f"unknown field '{key}' (allowed: citations, end, start, text)")
+        claim = ClaimRecord(
+            text=sub.string("text", required=True),
+            start=sub.integer("start", required=True, minimum=0),
+            end=sub.integer("end", required=True, minimum=0),
+            citations=tuple(dict.fromkeys(sub.string_list("citations"))),
+        )
+        if claim.end <= claim.start:
+            sub.error(f"span [{claim.start}, {claim.end}) is empty or reversed")
+        elif claim.end > len(text):
+            sub.error(
+                f"span [{claim.start}, {claim.end}) lies outside the answer text "
+                f"({len(text)} characters)"
+            )
+        elif claim.start < previous_end:
+            sub.error(
+                f"span [{claim.start}, {claim.end}) overlaps or precedes the previous claim "
+                f"(which ends at {previous_end}); claims must be in order and not overlap"
+            )
+        previous_end = max(previous_end, claim.end)
+        claims.append(claim)
+    return claims
+
+
+def _parse_judgment(line: _Line, bundle: Bundle) -> None:
+    record = JudgmentRecord(
+        line=line.lineno,
+        case_id=line.string("case_id", required=True),
+        passage_id=line.string("passage_id", required=True),
+        grade=line.integer("grade", required=True, minimum=0),
+    )
+    key = (record.case_id, record.passage_id)
+    if key in bundle.judgments:
+        first = bundle.judgments[key].line
+        line.error(
+            f"duplicate judgment for case '{record.case_id}' and passage "
+            f"'{record.passage_id}' (first on line {first})"
+        )
+    else:
+        bundle.judgments[key] = record
+
+
+def _check_versions(
+    bundle: Bundle,
+    project_version: str | None,
+    case_versions: list[tuple[int, str]],
+    errors: list[BundleError],
+) -> None:
+    if project_version and bundle.corpus_version and bundle.corpus_version != project_version:
+        errors.append(
+            BundleError(
+                1,
+                f"corpus_version '{bundle.corpus_version}' does not match the project's "
+                f"'{project_version}'",
+            )
+        )
+    expected = project_version or bundle.corpus_version
+    if expected is None and case_versions:
+        expected = case_versions[0][1]
+        bundle.corpus_version = expected
+    for number, version in case_versions:
+        if version != expected:
+            errors.append(
+                BundleError(
+                    number,
+                    f"case corpus_version '{version}' does not match the "
+                    f"{'project' if project_version else 'bundle'}'s '{expected}'",
+                )
+            )
+    if expected is None and bundle.lines:
+        errors.append(
+            BundleError(
+                1,
+                "no corpus_version: start the file with "
+                '{"type": "bundle", "corpus_version": "...", "name": "..."}',
+            )
+        )
+
+
+def _check_references(
+    bundle: Bundle,
+    known_passages: Mapping[str, str],
+    known_cases: set[str],
+    errors: list[BundleError],
+) -> None:
+    def passage_text(passage_id: str) -> str | None:
+        record = bundle.passages.get(passage_id)
+        return record.text if record else known_passages.get(passage_id)
+
+    case_ids = known_cases | bundle.cases.keys()
+    for case in bundle.cases.values():
+        for i, evidence in enumerate(case.evidence):
+            if not evidence.passage_id:
+                continue
+            text = passage_text(evidence.passage_id)
+            if text is None:
+                errors.append(
+                    BundleError(
+                        case.line, f"evidence[{i}]: unknown passage_id '{evidence.passage_id}'"
+                    )
+                )
+            elif evidence.quote and not quote_occurs(evidence.quote, text):
+                errors.append(
+                    BundleError(
+                        case.line,
+                        f"evidence[{i}]: quote {_short(evidence.quote)} does not occur in "
+                        f"passage '{evidence.passage_id}'",
+                    )
+                )
+    samples: dict[tuple[str, str, int], int] = {}
+    for answer in bundle.answers.values():
+        if answer.case_id and answer.case_id not in case_ids:
+            errors.append(BundleError(answer.line, f"unknown case_id '{answer.case_id}'"))
+        for i, entry in enumerate(answer.retrieved):
+            if entry.passage_id and passage_text(entry.passage_id) is None:
+                errors.append(
+                    BundleError(
+                        answer.line, f"retrieved[{i}]: unknown passage_id '{entry.passage_id}'"
+                    )
+                )
+        key = (answer.case_id, answer.variant, answer.sample)
+        if key in samples:
+            errors.append(
+                BundleError(
+                    answer.line,
+                    f"case '{answer.case_id}', variant '{answer.variant}', sample "
+                    f"{answer.sample} already answered on line {samples[key]}",
+                )
+            )
+        samples.setdefault(key, answer.line)
+    for judgment in bundle.judgments.values():
+        if judgment.case_id and judgment.case_id not in case_ids:
+            errors.append(BundleError(judgment.line, f"unknown case_id '{judgment.case_id}'"))
+        if judgment.passage_id and passage_text(judgment.passage_id) is None:
+            errors.append(BundleError(judgment.line, f"unknown passage_id '{judgment.passage_id}'"))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = normalize_ws(text)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -1,0 +1,52 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.bundles import BundleInvalid
+from annotate.services import import_bundle
+
+
+class Command(BaseCommand):
+    help = "Import a bundle (JSONL), creating the project if needed. All or nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="bundle file (JSONL), or - for standard input")
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument("--name", help="project name when creating it")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="replace changed items that nobody has labelled yet",
+        )
+
+    def handle(self, *args, path, project, name, replace, **options):
+        def progress(step: str, n: int) -> None:
+            if n >= 5000:  # small files finish before progress would help anyone
+                self.stderr.write(f"  {step}: {n:,}")
+
+        try:
+            stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        with stream:
+            try:
+                result = import_bundle(
+                    lines=stream,
+                    project_slug=project,
+                    name=name,
+                    replace=replace,
+                    progress=progress,
+                )
+            except BundleInvalid as exc:
+                for error in exc.errors:
+                    self.stderr.write(str(error))
+                raise CommandError(
+                    f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
+                ) from exc
+        verb = "created" if result.created_project else "updated"
+        self.stdout.write(f"Project '{result.project.slug}' {verb}: {result.summary()}")
+        if result.proposed_claims:
+            self.stdout.write(
+                f"{result.proposed_claims} claim(s) were proposed by the sentence splitter: "
+                "review them before opening labelling."
+            )

@@ -1,0 +1,414 @@
+"""The labelling domain: a project's frozen data (passages, cases, answers, claims) and the
+people who label it.
+
+Identifiers that come from a bundle (`passage_id`, `case_id`, `answer_id`, variant names) are
+kept as they are but are unique only within their project. Reviewers never see `answer_id` or
+variant names: a task is shown by its opaque `task_number`.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class Role(models.TextChoices):
+    REVIEWER = "reviewer", "Reviewer"
+    LEAD = "lead", "Lead"
+
+
+class ProjectQuerySet(models.QuerySet):
+    def for_user(self, user) -> "ProjectQuerySet":
+        """Projects the user has a role in (superusers see all)."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self
+        return self.filter(memberships__user=user).distinct()
+
+    def led_by(self, user) -> "ProjectQuerySet":
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_superuser:
+            return self
+        return self.filter(memberships__user=user, memberships__role=Role.LEAD)
+
+
+class Project(models.Model):
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open for labelling"
+        CLOSED = "closed", "Closed"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    corpus_version = models.CharField(max_length=200)
+    overlap = models.PositiveSmallIntegerField(
+        default=2, help_text="How many reviewers label each answer independently."
+    )
+    guidelines = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.CheckConstraint(condition=Q(overlap__gte=1), name="overlap_gte_1")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_draft(self) -> bool:
+        return self.state == self.State.DRAFT
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="one_role_per_project")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} · {self.project}"
+
+
+class Passage(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="passages")
+    passage_id = models.CharField(max_length=255)
+    text = models.TextField()
+    document = models.CharField(max_length=255, blank=True)
+    location = models.CharField(max_length=255, blank=True)
+    title = models.CharField(max_length=255, blank=True)
+    content_hash = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["project", "passage_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "passage_id"], name="unique_passage_id")
+        ]
+
+    def __str__(self) -> str:
+        return self.passage_id
+
+
+class Variant(models.Model):
+    """A system configuration. Lead-only: never shown to reviewers."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="variants")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    model = models.CharField(max_length=255, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_variant_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Case(models.Model):
+    class Split(models.TextChoices):
+        DEV = "dev", "dev"
+        HELDOUT = "heldout", "held-out"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cases")
+    case_id = models.CharField(max_length=255)
+    question = models.TextField()
+    answerable = models.BooleanField()
+    adversarial = models.BooleanField()
+    required_facts = models.JSONField(default=list)
+    forbidden_claims = models.JSONField(default=list, blank=True)
+    split = models.CharField(max_length=10, choices=Split, default=Split.DEV)
+    checked_documents = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    content_hash = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["project", "case_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "case_id"], name="unique_case_id")
+        ]
+
+    def __str__(self) -> str:
+        return self.case_id
+
+
+class Evidence(models.Model):
+    """A passage (with a verbatim quote) that the case's author says answers it."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="evidence")
+    passage = models.ForeignKey(Passage, on_delete=models.CASCADE, related_name="+")
+    ordinal = models.PositiveSmallIntegerField()
+    quote = models.TextField(blank=True)
+    location = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["case", "ordinal"]
+        verbose_name_plural = "evidence"
+        constraints = [
+            models.UniqueConstraint(fields=["case", "ordinal"], name="unique_evidence_ordinal")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_id}#{self.ordinal}"
+
+
+class Answer(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="answers")
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="answers")
+    variant = models.ForeignKey(Variant, on_delete=models.PROTECT, related_name="answers")
+    answer_id = models.CharField(max_length=255)
+    sample = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+    abstained = models.BooleanField(default=False)
+    elapsed_ms = models.FloatField(null=True, blank=True)
+    request_cost = models.FloatField(null=True, blank=True)
+    # The opaque number reviewers see ("Task 17"); assigned shuffled when labelling opens so
+    # neither the number nor the queue order reveals the variant or the bundle order.
+    task_number = models.PositiveIntegerField(null=True, blank=True)
+    content_hash = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["project", "answer_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "answer_id"], name="unique_answer_id"),
+            models.UniqueConstraint(
+                fields=["case", "variant", "sample"], name="unique_case_variant_sample"
+            ),
+            models.UniqueConstraint(fields=["project", "task_number"], name="unique_task_number"),
+            models.CheckConstraint(condition=Q(elapsed_ms__gte=0), name="elapsed_ms_gte_0"),
+            models.CheckConstraint(condition=Q(request_cost__gte=0), name="request_cost_gte_0"),
+        ]
+        indexes = [models.Index(fields=["project", "task_number"], name="answer_queue_idx")]
+
+    def __str__(self) -> str:
+        return self.answer_id
+
+
+class RetrievedPassage(models.Model):
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="retrieved")
+    passage = models.ForeignKey(Passage, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    in_prompt = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["answer", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "rank"], name="unique_rank_per_answer"),
+            models.UniqueConstraint(fields=["answer", "passage"], name="unique_passage_per_answer"),
+            models.CheckConstraint(condition=Q(rank__gte=1), name="rank_gte_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.rank}"
+
+
+class Claim(models.Model):
+    """One claim of an answer: a span of the answer text. Immutable once labelling opens."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="claims")
+    ordinal = models.PositiveIntegerField(help_text="0-based index within the answer.")
+    text = models.TextField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    proposed = models.BooleanField(
+        default=False, help_text="Proposed by the sentence splitter, not imported."
+    )
+
+    class Meta:
+        ordering = ["answer", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "ordinal"], name="unique_claim_ordinal"),
+            models.CheckConstraint(condition=Q(end__gt=F("start")), name="claim_span_order"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Citation(models.Model):
+    """A passage id the claim cites. `passage` is null when the id resolves to nothing: such a
+    citation is kept and labelled `citation_not_found`, never dropped."""
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="citations")
+    ordinal = models.PositiveSmallIntegerField()
+    cited_id = models.CharField(max_length=255)
+    passage = models.ForeignKey(
+        Passage, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["claim", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "cited_id"], name="unique_citation"),
+        ]
+
+    def __str__(self) -> str:
+        return self.cited_id
+
+    @property
+    def resolved(self) -> bool:
+        return self.passage_id is not None
+
+
+class Judgment(models.Model):
+    """Graded relevance of a passage to a case: 0 irrelevant, 1 helpful, 3 directly sufficient."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="judgments")
+    passage = models.ForeignKey(Passage, on_delete=models.CASCADE, related_name="+")
+    grade = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["case", "passage"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "passage"], name="unique_judgment"),
+            models.CheckConstraint(condition=Q(grade__gte=0), name="grade_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return f"grade {self.grade}"
+
+
+class Support(models.TextChoices):
+    SUPPORTED = "supported", "supported"
+    CONTRADICTED = "contradicted", "contradicted"
+    INSUFFICIENT = "insufficient_evidence", "insufficient evidence"
+
+
+class Severity(models.TextChoices):
+    NONE = "none", "none"
+    MINOR = "minor", "minor"
+    MAJOR = "major", "major"
+    CRITICAL = "critical", "critical"
+
+
+class CitationVerdict(models.TextChoices):
+    SUPPORTS = "supports", "supports"
+    DOES_NOT_SUPPORT = "does_not_support", "does not support"
+    NOT_FOUND = "citation_not_found", "citation not found"
+
+
+class Abstention(models.TextChoices):
+    APPROPRIATE = "appropriate", "appropriate"
+    UNNECESSARY = "unnecessary", "unnecessary"
+
+
+FAILURE_LABELS = ("missing_evidence", "unsupported_claim", "wrong_citation", "false_abstention")
+RELEVANCE_RUBRIC = {
+    0: "off-topic",
+    1: "partial coverage",
+    2: "direct coverage of every requested part",
+}
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def for_reviewer(self, user) -> "AssignmentQuerySet":
+        """A reviewer's own assignments, and nothing else."""
+        return self.filter(reviewer=user)
+
+    def holding(self) -> "AssignmentQuerySet":
+        """Assignments that occupy one of an answer's overlap slots."""
+        return self.exclude(status=Assignment.Status.RELEASED)
+
+
+class Assignment(models.Model):
+    """One reviewer's work on one answer: the answer-level label lives here, claim-level
+    labels in ClaimLabel. A released (skipped or abandoned) row stays so the reviewer is not
+    handed the same answer again."""
+
+    class Status(models.TextChoices):
+        IN_PROGRESS = "in_progress", "in progress"
+        SUBMITTED = "submitted", "submitted"
+        RELEASED = "released", "released"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=12, choices=Status, default=Status.IN_PROGRESS)
+    taken_at = models.DateTimeField(auto_now_add=True)
+    touched_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    release_reason = models.TextField(blank=True)
+    seconds_spent = models.PositiveIntegerField(default=0)
+    relevance = models.PositiveSmallIntegerField(null=True, blank=True)
+    abstention = models.CharField(max_length=12, choices=Abstention, blank=True)
+    failure_labels = models.JSONField(default=list, blank=True)
+    note = models.TextField(blank=True)
+    revision = models.PositiveIntegerField(default=0, help_text="How many times submitted.")
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "reviewer", "taken_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["answer", "reviewer"], name="one_assignment_per_reviewer"
+            ),
+            models.CheckConstraint(condition=Q(relevance__lte=2), name="relevance_0_to_2"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "reviewer", "status"], name="assignment_reviewer_idx"),
+            models.Index(fields=["answer", "status"], name="assignment_answer_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.status})"
+
+
+class ClaimLabel(models.Model):
+    assignment = models.ForeignKey(
+        Assignment, on_delete=models.CASCADE, related_name="claim_labels"
+    )
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="labels")
+    support = models.CharField(max_length=24, choices=Support, blank=True)
+    severity = models.CharField(max_length=10, choices=Severity, blank=True)
+    requires_evidence = models.BooleanField(default=True)
+    evidence_ids = models.JSONField(default=list, blank=True)
+    evidence_quote = models.TextField(blank=True)
+    citations = models.JSONField(default=dict, blank=True, help_text="cited id -> verdict")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["assignment", "claim"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "claim"], name="one_label_per_claim")
+        ]
+
+    def __str__(self) -> str:
+        return f"label {self.pk}"
+
+
+class LabelRevision(models.Model):
+    """A snapshot of a submitted label set. Submissions never overwrite silently: every
+    submission, first or later, adds one."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    labels = models.JSONField()
+    source = models.CharField(max_length=10, default="browser")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["assignment", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "number"], name="unique_revision")
+        ]
+
+    def __str__(self) -> str:
+        return f"revision {self.number}"
