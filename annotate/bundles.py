@@ -631,7 +631,7 @@ def _check_references(
                         case.line, f"evidence[{i}]: unknown passage_id '{evidence.passage_id}'"
                     )
                 )
-            elif evidence.quote and not quote_occurs(evidence.quote, text):
+            elif evidence.quote and text and not quote_occurs(evidence.quote, text):
                 errors.append(
                     BundleError(
                         case.line,

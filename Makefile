@@ -1,0 +1,44 @@
+# The README's two commands: `make run` and `make test`. Everything they need is installed
+# here, into .venv, so a fresh machine with Python 3.11+ needs nothing else.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PG_URL ?= postgres://postgres@127.0.0.1:5432/claimdesk
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: run test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-test.txt
+	touch $@
+
+## make run: install, migrate, load the demo project and its users (once), serve on :8000
+run: $(VENV)/.installed
+	DEBUG=true $(BIN)/python manage.py migrate --noinput
+	DEBUG=true $(BIN)/python manage.py load_demo
+	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+## make test: the whole suite on PostgreSQL (with the browser tests), then on SQLite
+test: $(VENV)/.installed-test
+	@bash bin/test-legs
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed-test
+	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} $(BIN)/python bench/import_bundle.py
+
+clean:
+	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

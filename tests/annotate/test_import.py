@@ -1,0 +1,246 @@
+"""Bundle import: every rule of SPEC.md rejects its bad input with the right line number and
+writes nothing; good input round-trips; re-imports are idempotent."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotate.bundles import BundleInvalid
+from annotate.exports import bundle_rows
+from annotate.models import Answer, Case, Citation, Claim, Judgment, Passage, Project, Variant
+from annotate.services import import_bundle
+from tests.conftest import FIXTURES
+
+SMALL = (FIXTURES / "small.jsonl").read_text().splitlines()
+
+
+def lines_of(*, edit: dict[int, dict | str | None] | None = None, extra=()) -> list[str]:
+    """small.jsonl with some 1-based lines replaced (a dict is merged into the object, a str
+    replaces the line, None blanks it), plus extra lines appended."""
+    out = []
+    for number, line in enumerate(SMALL, start=1):
+        change = (edit or {}).get(number, ...)
+        if change is ...:
+            out.append(line)
+        elif change is None:
+            out.append("")
+        elif isinstance(change, str):
+            out.append(change)
+        else:
+            obj = json.loads(line)
+            obj.update(change)
+            out.append(json.dumps({k: v for k, v in obj.items() if v is not DROP}))
+    appended = [change for number, change in sorted((edit or {}).items()) if number > len(SMALL)]
+    return out + [json.dumps(x) if isinstance(x, dict) else x for x in [*appended, *extra]]
+
+
+DROP = object()
+
+
+def errors_for(lines, slug="t", **kwargs) -> list[str]:
+    with pytest.raises(BundleInvalid) as caught:
+        import_bundle(lines=lines, project_slug=slug, **kwargs)
+    return [str(e) for e in caught.value.errors]
+
+
+def nothing_written():
+    return not any(
+        m.objects.exists() for m in (Project, Passage, Case, Answer, Claim, Variant, Judgment)
+    )
+
+
+@pytest.mark.django_db
+def test_valid_bundle_imports_everything_and_proposes_claims_where_missing():
+    result = import_bundle(lines=SMALL, project_slug="t")
+    project = result.project
+    assert (project.corpus_version, project.name) == ("course-notes-v1", "Small sample")
+    assert project.passages.count() == 3 and project.cases.count() == 3
+    assert project.answers.count() == 4 and project.variants.count() == 2  # verifier is bare
+    assert Variant.objects.get(name="verifier").settings == {}
+    proposed = Claim.objects.filter(answer__answer_id="a2-deadline/verifier", proposed=True)
+    assert [c.text for c in proposed] == [
+        "Assignment 2 is due on 14 March.",
+        "Late work is accepted within 48 hours with a penalty.",
+    ]
+    assert result.proposed_claims == 2
+
+
+@pytest.mark.django_db
+def test_unresolvable_citation_is_kept_and_marked_unresolved():
+    import_bundle(lines=SMALL, project_slug="t")
+    missing = Citation.objects.get(cited_id="notes-99")
+    assert missing.passage is None and not missing.resolved
+    assert Citation.objects.get(cited_id="notes-17", claim__answer__answer_id="a2-deadline/baseline").resolved
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "edit, line, message",
+    [
+        ({17: {"type": "passage", "passage_id": "notes-17", "text": "again"}}, 17,
+         "duplicate passage_id 'notes-17' (first on line 3)"),
+        ({6: {"evidence": []}}, 6, "an answerable case needs at least one 'evidence' entry"),
+        ({6: {"evidence": [{"passage_id": "notes-17", "quote": "no penalty at all"}]}}, 6,
+         "evidence[0]: quote 'no penalty at all' does not occur in passage 'notes-17'"),
+        ({6: {"evidence": [{"passage_id": "nope", "quote": "x"}]}}, 6,
+         "evidence[0]: unknown passage_id 'nope'"),
+        ({6: {"required_facts": []}}, 6, "'required_facts' needs at least 1 item(s)"),
+        ({6: {"answerable": "yes"}}, 6, "'answerable' must be true or false, got a string"),
+        ({6: {"split": "test"}}, 6, "'split' must be one of dev, heldout, got 'test'"),
+        ({6: {"corpus_version": "v2"}}, 6,
+         "case corpus_version 'v2' does not match the bundle's 'course-notes-v1'"),
+        ({9: {"case_id": "nope"}}, 9, "unknown case_id 'nope'"),
+        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 0, "in_prompt": True}]}}, 9,
+         "retrieved[0]: 'rank' must be ≥ 1, got 0"),
+        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 1}, {"passage_id": "notes-18", "rank": 1}]}},
+         9, "retrieved[1]: rank 1 appears twice in this answer's ranking"),
+        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 1}, {"passage_id": "notes-17", "rank": 2}]}},
+         9, "retrieved[1]: passage 'notes-17' appears twice in this answer's ranking"),
+        ({9: {"retrieved": [{"passage_id": "ghost", "rank": 1}]}}, 9,
+         "retrieved[0]: unknown passage_id 'ghost'"),
+        ({9: {"claims": [{"text": "x", "start": 0, "end": 500, "citations": []}]}}, 9,
+         "claims[0]: span [0, 500) lies outside the answer text (80 characters)"),
+        ({9: {"claims": [{"text": "x", "start": 10, "end": 5, "citations": []}]}}, 9,
+         "claims[0]: span [10, 5) is empty or reversed"),
+        ({9: {"claims": [{"text": "x", "start": 0, "end": 20}, {"text": "y", "start": 10, "end": 30}]}},
+         9, "claims[1]: span [10, 30) overlaps or precedes the previous claim (which ends at 20); "
+         "claims must be in order and not overlap"),
+        ({9: {"sample": -1}}, 9, "'sample' must be ≥ 0, got -1"),
+        ({9: {"elapsed_ms": "fast"}}, 9, "'elapsed_ms' must be a number, got a string"),
+        ({10: {"answer_id": "a2-deadline/baseline"}}, 10,
+         "duplicate answer_id 'a2-deadline/baseline' (first on line 9)"),
+        ({10: {"variant": "baseline"}}, 10,
+         "case 'a2-deadline', variant 'baseline', sample 0 already answered on line 9"),
+        ({13: {"grade": -1}}, 13, "'grade' must be ≥ 0, got -1"),
+        ({13: {"passage_id": "ghost"}}, 13, "unknown passage_id 'ghost'"),
+        ({14: {"passage_id": "notes-17"}}, 14,
+         "duplicate judgment for case 'a2-deadline' and passage 'notes-17' (first on line 13)"),
+        ({3: {"colour": "blue"}}, 3,
+         "unknown field 'colour' in passage (allowed: document, location, passage_id, text, title)"),
+        ({3: {"text": DROP}}, 3, "missing required field 'text'"),
+        ({17: "{not json"}, 17,
+         "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        ({17: "[1, 2]"}, 17, "expected a JSON object, got a list"),
+        ({17: '{"type": "chunk"}'}, 17,
+         "type 'chunk': each line needs a type, one of answer, bundle, case, judgment, passage, variant"),
+    ],
+)
+def test_each_rule_rejects_bad_input_with_its_line_and_writes_nothing(edit, line, message):
+    assert errors_for(lines_of(edit=edit)) == [f"line {line}: {message}"]
+    assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_several_defects_are_all_reported_at_once_in_line_order():
+    bad = lines_of(
+        edit={
+            3: {"text": DROP},
+            6: {"evidence": [{"passage_id": "notes-18", "quote": "invented"}]},
+            12: {"retrieved": [{"passage_id": "lab-note:p1", "rank": 0}]},
+            16: {"grade": "high"},
+            17: "this is not json",
+        },
+        extra=[{"type": "answer", "answer_id": "x", "case_id": "ghost", "variant": "v", "text": "t"}],
+    )
+    assert errors_for(bad) == [
+        "line 3: missing required field 'text'",
+        "line 6: evidence[0]: quote 'invented' does not occur in passage 'notes-18'",
+        "line 12: retrieved[0]: 'rank' must be ≥ 1, got 0",
+        "line 16: 'grade' must be an integer, got a string",
+        "line 17: not valid JSON (Expecting value at column 1)",
+        "line 18: unknown case_id 'ghost'",
+    ]
+    assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_bundle_header_after_content_and_non_utf8_lines_are_errors():
+    lines = [line.encode() for line in SMALL] + [
+        b'{"type": "bundle", "corpus_version": "course-notes-v1"}',
+        b'{"type": "passage", "passage_id": "x", "text": "caf\xe9"}',
+    ]
+    assert errors_for(lines) == [
+        "line 17: the bundle header must be the first line",
+        "line 18: not UTF-8 (invalid continuation byte at byte 51)",
+    ]
+
+
+@pytest.mark.django_db
+def test_corpus_version_must_match_the_existing_project():
+    import_bundle(lines=SMALL, project_slug="t")
+    other = lines_of(edit={1: {"corpus_version": "course-notes-v2"}})
+    assert errors_for(other) == [
+        "line 1: corpus_version 'course-notes-v2' does not match the project's 'course-notes-v1'"
+    ]
+
+
+@pytest.mark.django_db
+def test_reimporting_the_same_bundle_is_idempotent():
+    import_bundle(lines=SMALL, project_slug="t")
+    before = {m: m.objects.count() for m in (Passage, Case, Answer, Claim, Citation, Judgment)}
+    result = import_bundle(lines=SMALL, project_slug="t")
+    assert {m: m.objects.count() for m in before} == before
+    assert result.counts["answer"]["unchanged"] == 4 and result.counts["answer"]["created"] == 0
+
+
+@pytest.mark.django_db
+def test_changed_content_is_an_error_unless_replace_is_asked_for():
+    import_bundle(lines=SMALL, project_slug="t")
+    changed = lines_of(edit={4: {"text": "Assignment 2 is worth 25% of the grade."}})
+    assert errors_for(changed) == [
+        "line 4: passage 'notes-18' already exists in this project with different content; "
+        "import with replace to overwrite unlabelled items"
+    ]
+    import_bundle(lines=changed, project_slug="t", replace=True)
+    assert Passage.objects.get(passage_id="notes-18").text.endswith("25% of the grade.")
+
+
+@pytest.mark.django_db
+def test_new_items_are_added_to_an_existing_project():
+    import_bundle(lines=SMALL[:8], project_slug="t")
+    result = import_bundle(lines=SMALL, project_slug="t")
+    assert result.counts["answer"]["created"] == 4
+    assert Answer.objects.count() == 4
+
+
+def _export(project) -> list[dict]:
+    return list(bundle_rows(project))
+
+
+@pytest.mark.django_db
+def test_export_then_import_into_a_new_project_reproduces_the_content():
+    original = import_bundle(lines=SMALL, project_slug="t").project
+    exported = [json.dumps(row) for row in _export(original)]
+    copy = import_bundle(lines=exported, project_slug="copy").project
+    assert _export(copy) == _export(original)
+    # the exported file re-imports into its own project as "nothing changed"
+    again = import_bundle(lines=exported, project_slug="copy")
+    assert again.counts["answer"]["unchanged"] == 4
+
+
+@pytest.mark.django_db
+def test_command_prints_every_error_and_exits_non_zero(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines_of(edit={13: {"grade": -2}, 17: "oops"})))
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="2 problem"):
+        call_command("import_bundle", str(path), "--project", "t", stderr=err)
+    assert "line 17: not valid JSON" in err.getvalue()
+    assert "line 13: 'grade' must be ≥ 0, got -2" in err.getvalue()
+    assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_command_round_trip_through_files(tmp_path):
+    out = io.StringIO()
+    call_command("import_bundle", str(FIXTURES / "small.jsonl"), "--project", "t", stdout=out)
+    assert "answers: 4 created" in out.getvalue()
+    exported = tmp_path / "export.jsonl"
+    call_command("export_bundle", "--project", "t", "--output", str(exported))
+    call_command("import_bundle", str(exported), "--project", "copy", stdout=io.StringIO())
+    assert Project.objects.get(slug="copy").answers.count() == 4

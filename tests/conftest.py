@@ -1,0 +1,143 @@
+"""Named people and sample data shared by the whole suite.
+
+reviewer_a and reviewer_b review the project, lead leads it, outsider has an account but no
+role in it. Every view and endpoint is tested with all four (and anonymous)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotate.models import Project, Role
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PASSWORD = "correct horse battery"
+
+# Playwright's sync API runs an event loop in the test thread; the ORM calls the tests make
+# around it are synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def import_fixture(name: str, slug: str, **kwargs) -> Project:
+    from annotate.services import import_bundle
+
+    with open(FIXTURES / name, "rb") as stream:
+        return import_bundle(lines=stream, project_slug=slug, **kwargs).project
+
+
+@pytest.fixture
+def small_project(db) -> Project:
+    return import_fixture("small.jsonl", "small")
+
+
+def _person(username: str):
+    return get_user_model().objects.create_user(username=username, password=PASSWORD)
+
+
+@pytest.fixture
+def reviewer_a(db):
+    return _person("alice")
+
+
+@pytest.fixture
+def reviewer_b(db):
+    return _person("bob")
+
+
+@pytest.fixture
+def lead(db):
+    return _person("lena")
+
+
+@pytest.fixture
+def outsider(db):
+    return _person("oscar")
+
+
+@pytest.fixture
+def team(small_project, reviewer_a, reviewer_b, lead, outsider):
+    """The small project with its people: two reviewers and a lead; the outsider has no role."""
+    from annotate.services import add_member
+
+    add_member(project=small_project, username=reviewer_a.username, role=Role.REVIEWER)
+    add_member(project=small_project, username=reviewer_b.username, role=Role.REVIEWER)
+    add_member(project=small_project, username=lead.username, role=Role.LEAD)
+    return small_project
+
+
+def pytest_report_header(config):
+    from django.db import connection
+
+    return f"claimdesk database: {connection.vendor}"
+
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+_LOUD: set[str] = set()
+
+
+def pytest_terminal_summary(terminalreporter):
+    for message in sorted(_LOUD):
+        terminalreporter.write_line(f"!!!!!!!!!! {message} !!!!!!!!!!", red=True, bold=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    from django.db import connection
+
+    on_postgres = connection.vendor == "postgresql"
+    for item in items:
+        if "postgres" in item.keywords and not on_postgres:
+            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL (runs in the PostgreSQL leg)"))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright. Required when CI=true; elsewhere a missing
+    browser skips these tests with a loud line."""
+    if not os.path.exists(CHROMIUM):
+        message = f"BROWSER TESTS SKIPPED: {CHROMIUM} is missing (apt-get install chromium)"
+        if CI:
+            pytest.fail(f"CI=true but {CHROMIUM} is missing: the browser leg is required")
+        _LOUD.add(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+            ],
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def login(page, user) -> None:
+    page.goto("/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
