@@ -38,7 +38,7 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.installed-test
-	DATABASE_URL=$${DATABASE_URL:-$(PG_URL)} $(BIN)/python bench/import_bundle.py
+	$(BIN)/python bench/import_bundle.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

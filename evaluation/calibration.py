@@ -1,0 +1,367 @@
+"""Model judge versus gold: confusion, kappa, per-label scores, and corrected prevalence.
+
+Pure functions, no Django import. Definitions follow SPEC.md "Model judges": for claim support
+the positive class is **unsupported** (contradicted or insufficient_evidence); the share of
+unsupported claims among the judge-only target is corrected by Rogan–Gladen and by
+prediction-powered inference (PPI) using the gold items the judge also labelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+from evaluation.agreement import SUPPORT, Weighting, cohen_kappa, encode_labels
+
+UNSUPPORTED = ("contradicted", "insufficient_evidence")
+Z_95 = 1.96  # as written in SPEC.md, so reports can be checked by hand
+
+
+class CalibrationRefused(ValueError):
+    """A corrected estimate cannot be computed honestly from these data; the message says why."""
+
+
+def unsupported_indicator(labels: Sequence[str]) -> np.ndarray:
+    """Boolean array: True where a support label is unsupported (the positive class)."""
+    idx = encode_labels(labels, SUPPORT, "support labels")
+    return idx != SUPPORT.index("supported")
+
+
+def _as_bool(values: Any, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    if arr.dtype != bool:
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"{name} must hold booleans or 0/1")
+        arr = arr.astype(bool)
+    return arr
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+@dataclass(frozen=True)
+class BinaryRates:
+    """Judge rates for the unsupported class; a rate is None when its gold class is absent."""
+
+    n: int
+    positives: int  # gold unsupported
+    negatives: int  # gold supported
+    true_positives: int
+    true_negatives: int
+    tpr: float | None
+    tnr: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "positives": self.positives,
+            "negatives": self.negatives,
+            "true_positives": self.true_positives,
+            "true_negatives": self.true_negatives,
+            "tpr": self.tpr,
+            "tnr": self.tnr,
+        }
+
+
+def _rates(gold_pos: np.ndarray, judge_pos: np.ndarray) -> BinaryRates:
+    positives = int(gold_pos.sum())
+    negatives = int(gold_pos.size - positives)
+    tp = int((gold_pos & judge_pos).sum())
+    tn = int((~gold_pos & ~judge_pos).sum())
+    return BinaryRates(
+        n=int(gold_pos.size),
+        positives=positives,
+        negatives=negatives,
+        true_positives=tp,
+        true_negatives=tn,
+        tpr=tp / positives if positives else None,
+        tnr=tn / negatives if negatives else None,
+    )
+
+
+def binary_rates(gold: Sequence[str], judge: Sequence[str]) -> BinaryRates:
+    """TPR = P(judge unsupported | gold unsupported), TNR = P(judge supported | gold supported).
+
+    ``gold[i]`` and ``judge[i]`` are support labels of the same claim.
+    """
+    if len(gold) != len(judge):
+        raise ValueError(f"gold and judge must be aligned: {len(gold)} != {len(judge)}")
+    return _rates(unsupported_indicator(gold), unsupported_indicator(judge))
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    label: Hashable
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    n: int
+    accuracy: float | None
+    kappa: float | None
+    kappa_undefined_reason: str | None
+    labels: tuple[Hashable, ...]
+    matrix: tuple[tuple[int, ...], ...]  # rows gold, columns judge
+    per_label: tuple[LabelScores, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "kappa": self.kappa,
+            "kappa_undefined_reason": self.kappa_undefined_reason,
+            "confusion": {
+                "labels": list(self.labels),
+                "matrix": [list(row) for row in self.matrix],
+            },
+            # A list, not a mapping: labels may be ints or bools, which JSON keys cannot be.
+            "per_label": [
+                {
+                    "label": s.label,
+                    "precision": s.precision,
+                    "recall": s.recall,
+                    "f1": s.f1,
+                    "support": s.support,
+                }
+                for s in self.per_label
+            ],
+        }
+
+
+def judge_report(
+    gold: Sequence[Hashable],
+    judge: Sequence[Hashable],
+    labels: Sequence[Hashable] = SUPPORT,
+    *,
+    weights: Weighting = None,
+) -> JudgeReport:
+    """Gold (rows) versus judge (columns) over the full label list.
+
+    Only scored verdicts belong here: malformed and timed-out ones are counted by the caller and
+    never passed in. A precision whose label the judge never used, or a recall whose label is
+    absent from gold, is undefined and reported as None (not 0).
+    """
+    if len(gold) != len(judge):
+        raise ValueError(f"gold and judge must be aligned: {len(gold)} != {len(judge)}")
+    labels = tuple(labels)
+    k = len(labels)
+    # Also validates both sides against the vocabulary before scikit-learn sees them.
+    kappa, reason = cohen_kappa(gold, judge, labels=labels, weights=weights)
+    n = len(gold)
+    if n:
+        conf = confusion_matrix(gold, judge, labels=list(labels))
+        # zero_division=nan marks undefined ratios so they can become None; 0 would read as a
+        # judge that is always wrong on that label.
+        precision, recall, f1, support = precision_recall_fscore_support(
+            gold, judge, labels=list(labels), zero_division=np.nan
+        )
+        per_label = tuple(
+            LabelScores(
+                label=labels[i],
+                precision=_none_if_nan(precision[i]),
+                recall=_none_if_nan(recall[i]),
+                f1=_none_if_nan(f1[i]),
+                support=int(support[i]),
+            )
+            for i in range(k)
+        )
+    else:
+        conf = np.zeros((k, k), dtype=int)
+        per_label = tuple(LabelScores(label, None, None, None, 0) for label in labels)
+    return JudgeReport(
+        n=n,
+        accuracy=float(np.trace(conf)) / n if n else None,
+        kappa=kappa,
+        kappa_undefined_reason=reason,
+        labels=labels,
+        matrix=tuple(tuple(int(x) for x in row) for row in conf),
+        per_label=per_label,
+    )
+
+
+def rogan_gladen(p_obs: float, tpr: float | None, tnr: float | None) -> float:
+    """θ = (p_obs + TNR − 1) / (TPR + TNR − 1), clipped to [0, 1].
+
+    Refused when TPR + TNR ≤ 1: such a judge is no better than a coin, the correction divides by
+    zero or flips sign, and any number it produced would be noise.
+    """
+    if tpr is None or tnr is None:
+        raise CalibrationRefused("a gold class is missing, so TPR or TNR is unknown")
+    for name, value in (("p_obs", p_obs), ("tpr", tpr), ("tnr", tnr)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    if tpr + tnr <= 1.0:
+        raise CalibrationRefused(
+            f"TPR + TNR = {tpr + tnr:.3f} ≤ 1: the judge does not separate supported from "
+            "unsupported claims better than chance"
+        )
+    return float(np.clip((p_obs + tnr - 1.0) / (tpr + tnr - 1.0), 0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class RoganGladenInterval:
+    estimate: float
+    ci95: tuple[float, float] | None
+    p_obs: float
+    tpr: float
+    tnr: float
+    n: int
+    target_n: int
+    n_boot: int
+    skipped: int  # replicates where a gold class vanished or TPR + TNR ≤ 1
+
+
+def rogan_gladen_interval(
+    gold_pos: Any,
+    judge_pos_on_gold: Any,
+    target_judge_pos: Any,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> RoganGladenInterval:
+    """Rogan–Gladen estimate of the unsupported share of the target, with a 95% bootstrap CI.
+
+    ``gold_pos[i]`` / ``judge_pos_on_gold[i]``: gold item i is unsupported per gold / per judge;
+    ``target_judge_pos``: the judge's unsupported calls on the target (no gold).
+
+    The percentile bootstrap resamples the n gold items (recomputing TPR and TNR) **and,
+    independently, the N target items** (p_obs): both samples are random, and holding p_obs
+    fixed would understate the interval by its binomial error, amplified by 1/(TPR + TNR − 1).
+    Resampling n items with replacement is drawn exactly as a multinomial over the four
+    (gold, judge) cells, and N items as a binomial, so the cost does not grow with n or N.
+    Replicates where a gold class vanishes or TPR + TNR ≤ 1 are skipped and counted.
+    """
+    gold_pos = _as_bool(gold_pos, "gold_pos")
+    judge_pos = _as_bool(judge_pos_on_gold, "judge_pos_on_gold")
+    target = _as_bool(target_judge_pos, "target_judge_pos")
+    if gold_pos.size != judge_pos.size:
+        raise ValueError("gold_pos and judge_pos_on_gold must be aligned")
+    if target.size == 0:
+        raise CalibrationRefused("no target claims (judge-labelled claims without gold)")
+    rates = _rates(gold_pos, judge_pos)
+    p_obs = float(target.mean())
+    estimate = rogan_gladen(p_obs, rates.tpr, rates.tnr)
+    n, big_n = int(gold_pos.size), int(target.size)
+
+    ci95, skipped = None, 0
+    if n_boot > 0:
+        rng = np.random.default_rng(seed)
+        cells = np.array(
+            [
+                rates.true_positives,  # gold +, judge +
+                rates.positives - rates.true_positives,  # gold +, judge −
+                rates.negatives - rates.true_negatives,  # gold −, judge +
+                rates.true_negatives,  # gold −, judge −
+            ]
+        )
+        draws = rng.multinomial(n, cells / n, size=n_boot)
+        p_star = rng.binomial(big_n, p_obs, size=n_boot) / big_n
+        pos = draws[:, 0] + draws[:, 1]
+        neg = draws[:, 2] + draws[:, 3]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tpr = draws[:, 0] / pos
+            tnr = draws[:, 3] / neg
+            youden = tpr + tnr - 1.0
+            theta = np.clip((p_star + tnr - 1.0) / youden, 0.0, 1.0)
+        valid = (pos > 0) & (neg > 0) & (youden > 0)
+        skipped = int(n_boot - valid.sum())
+        if valid.any():
+            lo, hi = np.percentile(theta[valid], [2.5, 97.5])
+            ci95 = (float(lo), float(hi))
+    return RoganGladenInterval(
+        estimate=estimate,
+        ci95=ci95,
+        p_obs=p_obs,
+        tpr=float(rates.tpr),
+        tnr=float(rates.tnr),
+        n=n,
+        target_n=big_n,
+        n_boot=n_boot,
+        skipped=skipped,
+    )
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    estimate: float
+    ci95: tuple[float, float]
+    target_n: int
+    n: int
+    var_target: float
+    var_diff: float
+
+
+def ppi_mean(judge_target: Any, judge_gold: Any, gold: Any) -> PPIEstimate:
+    """Prediction-powered estimate of the unsupported share of the target.
+
+    θ = mean(judge over the N target items) − mean(judge − gold over the n gold items); the
+    second term removes the judge's bias as measured on gold. 95% interval
+    θ ± 1.96·sqrt(var_target/N + var_diff/n) with sample variances (ddof=1), which is why at
+    least two items are needed on each side. Neither θ nor the interval is clipped to [0, 1]:
+    the estimator is unbiased as it stands, and a value outside the range is itself a signal.
+    """
+    target = _as_bool(judge_target, "judge_target").astype(float)
+    judge_g = _as_bool(judge_gold, "judge_gold").astype(float)
+    gold_g = _as_bool(gold, "gold").astype(float)
+    if judge_g.size != gold_g.size:
+        raise ValueError("judge_gold and gold must be aligned")
+    if target.size < 2:
+        raise CalibrationRefused(f"PPI needs at least 2 target claims, got {target.size}")
+    if gold_g.size < 2:
+        raise CalibrationRefused(f"PPI needs at least 2 gold claims, got {gold_g.size}")
+    diff = judge_g - gold_g
+    estimate = float(target.mean() - diff.mean())
+    var_target = float(target.var(ddof=1))
+    var_diff = float(diff.var(ddof=1))
+    half = Z_95 * float(np.sqrt(var_target / target.size + var_diff / diff.size))
+    return PPIEstimate(
+        estimate=estimate,
+        ci95=(estimate - half, estimate + half),
+        target_n=int(target.size),
+        n=int(diff.size),
+        var_target=var_target,
+        var_diff=var_diff,
+    )
+
+
+def corrected_estimates(
+    gold_pos: Any,
+    judge_pos_on_gold: Any,
+    target_judge_pos: Any,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The ``corrected`` block of ``calibration --json``; a refused method says why instead."""
+    target = _as_bool(target_judge_pos, "target_judge_pos")
+    result: dict[str, Any] = {
+        "target_n": int(target.size),
+        "p_obs": float(target.mean()) if target.size else None,
+    }
+    try:
+        rg = rogan_gladen_interval(gold_pos, judge_pos_on_gold, target, n_boot=n_boot, seed=seed)
+        result["rogan_gladen"] = {
+            "estimate": rg.estimate,
+            "ci95": list(rg.ci95) if rg.ci95 is not None else None,
+            "n_boot": rg.n_boot,
+            "skipped": rg.skipped,
+        }
+    except CalibrationRefused as refusal:
+        result["rogan_gladen"] = {"refused": str(refusal)}
+    try:
+        ppi = ppi_mean(target, judge_pos_on_gold, gold_pos)
+        result["ppi"] = {"estimate": ppi.estimate, "ci95": list(ppi.ci95)}
+    except CalibrationRefused as refusal:
+        result["ppi"] = {"refused": str(refusal)}
+    return result
