@@ -3,13 +3,18 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotate import bulk
@@ -21,20 +26,30 @@ from annotate.bundles import (
     ClaimRecord,
     content_hash,
     parse_bundle,
+    quote_occurs,
 )
 from annotate.claims import propose_claims
 from annotate.models import (
+    FAILURE_LABELS,
+    RELEVANCE_RUBRIC,
+    Abstention,
     Answer,
+    Assignment,
     Case,
     Citation,
+    CitationVerdict,
     Claim,
+    ClaimLabel,
     Evidence,
     Judgment,
+    LabelRevision,
     Membership,
     Passage,
     Project,
     RetrievedPassage,
     Role,
+    Severity,
+    Support,
     Variant,
 )
 
@@ -92,8 +107,6 @@ def _existing(project: Project | None) -> dict[str, dict]:
 def _labelled_answer_pks(project: Project | None) -> set[int]:
     if project is None:
         return set()
-    from annotate.models import Assignment  # defined with the labelling models
-
     return set(
         Assignment.objects.filter(answer__project=project).values_list("answer_id", flat=True)
     )
@@ -551,3 +564,550 @@ def add_member(*, project: Project, username: str, role: str, password: str | No
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+# --- The queue ------------------------------------------------------------------------------
+
+
+def release_abandoned(*, project: Project, now=None) -> int:
+    """Return tasks nobody has touched for CLAIMDESK_ABANDON_AFTER_MINUTES to the pool."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES)
+    return Assignment.objects.filter(
+        project=project, status=Assignment.Status.IN_PROGRESS, touched_at__lt=cutoff
+    ).update(status=Assignment.Status.RELEASED, release_reason="abandoned (no activity)")
+
+
+def next_task(*, project: Project, reviewer) -> Assignment | None:
+    """The reviewer's current task, or a new one: an answer with fewer than `overlap` holders
+    that this reviewer has never taken, in the project's shuffled order.
+
+    Safe under concurrency: the reviewer's membership row is locked first (one request per
+    reviewer at a time, so nobody holds two new tasks from a double click), then the candidate
+    answer is locked with SKIP LOCKED, so two reviewers pressing at once take different
+    answers, or the same one only while the count taken under the lock stays below overlap.
+    """
+    if project.state != Project.State.OPEN:
+        raise ServiceError("Labelling is not open in this project yet.")
+    release_abandoned(project=project)
+    with transaction.atomic():
+        Membership.objects.select_for_update().get(
+            project=project, user=reviewer, role=Role.REVIEWER
+        )
+        current = (
+            Assignment.objects.for_reviewer(reviewer)
+            .filter(project=project, status=Assignment.Status.IN_PROGRESS)
+            .order_by("taken_at")
+            .first()
+        )
+        if current is not None:
+            return current
+        mine = Assignment.objects.filter(answer=OuterRef("pk"), reviewer=reviewer)
+        holders = (
+            Assignment.objects.holding()
+            .filter(answer=OuterRef("pk"))
+            .order_by()
+            .values("answer")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        candidates = (
+            Answer.objects.filter(project=project, task_number__isnull=False)
+            .exclude(Exists(mine))
+            .annotate(holders=Coalesce(Subquery(holders), 0))
+            .filter(holders__lt=project.overlap)
+            .order_by("task_number")
+            .select_for_update(skip_locked=True, of=("self",))
+        )
+        for answer in candidates[:5]:
+            # Re-count under the row lock: a concurrent transaction that took this answer
+            # has committed by the time we hold the lock.
+            if answer.assignments.holding().count() < project.overlap:
+                return Assignment.objects.create(project=project, answer=answer, reviewer=reviewer)
+    return None
+
+
+@transaction.atomic
+def release_task(*, assignment: Assignment, reason: str) -> Assignment:
+    """Skip: the reviewer gives the task back with a reason; it returns to the pool."""
+    assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if assignment.status != Assignment.Status.IN_PROGRESS:
+        raise ServiceError("Only a task in progress can be skipped.")
+    if not reason.strip():
+        raise ServiceError("Say why you skip this task (a lead reads it).")
+    assignment.status = Assignment.Status.RELEASED
+    assignment.release_reason = reason.strip()
+    assignment.save(update_fields=["status", "release_reason"])
+    return assignment
+
+
+# --- Labels ----------------------------------------------------------------------------------
+
+IDLE_CAP_SECONDS = 300  # a pause longer than this is not counted as time spent labelling
+
+
+@dataclass
+class LabelErrors:
+    """Field errors keyed like the form: 'claim.<index>.<field>' or 'answer.<field>'."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def add(self, key: str, message: str) -> None:
+        self.fields.setdefault(key, message)
+
+    def __bool__(self) -> bool:
+        return bool(self.fields)
+
+
+def _touch(assignment: Assignment, now) -> None:
+    gap = (now - assignment.touched_at).total_seconds()
+    assignment.seconds_spent += int(max(0, min(gap, IDLE_CAP_SECONDS)))
+    assignment.touched_at = now
+
+
+def _editable(assignment: Assignment) -> None:
+    if assignment.status != Assignment.Status.IN_PROGRESS:
+        raise ServiceError(
+            "This task is submitted: reopen it to change your labels."
+            if assignment.status == Assignment.Status.SUBMITTED
+            else "This task was released and can no longer be edited."
+        )
+
+
+def shown_passages(answer: Answer) -> dict[str, Passage]:
+    """The passages a reviewer sees for an answer: what the system retrieved, plus any passage
+    a claim cites that was not retrieved. Evidence must come from these."""
+    shown = {r.passage.passage_id: r.passage for r in answer.retrieved.all()}
+    for claim in answer.claims.all():
+        for citation in claim.citations.all():
+            if citation.passage is not None:
+                shown.setdefault(citation.passage.passage_id, citation.passage)
+    return shown
+
+
+def check_claim_label(
+    label: ClaimLabel,
+    claim: Claim,
+    shown: dict[str, Passage],
+    *,
+    complete: bool,
+    errors: LabelErrors,
+) -> None:
+    """Validate one claim label. `complete` adds the checks a submission needs."""
+    key = f"claim.{claim.ordinal}"
+    if label.support and label.support not in Support.values:
+        errors.add(f"{key}.support", "Choose supported, contradicted or insufficient evidence.")
+    if label.severity and label.severity not in Severity.values:
+        errors.add(f"{key}.severity", "Choose none, minor, major or critical.")
+    if label.support == Support.SUPPORTED and label.severity not in ("", Severity.NONE):
+        errors.add(f"{key}.severity", "A supported claim has severity none.")
+    unknown = [pid for pid in label.evidence_ids if pid not in shown]
+    if unknown:
+        errors.add(f"{key}.evidence_ids", f"Not a passage of this task: {', '.join(unknown)}.")
+    if label.evidence_quote.strip():
+        chosen = [shown[pid] for pid in label.evidence_ids if pid in shown]
+        if not chosen:
+            errors.add(f"{key}.evidence_quote", "Choose the passage the quote comes from.")
+        elif not any(quote_occurs(label.evidence_quote, p.text) for p in chosen):
+            errors.add(
+                f"{key}.evidence_quote",
+                "This quote does not occur in "
+                + ("the chosen passage." if len(chosen) == 1 else "any of the chosen passages.")
+                + " Select the text in the passage to copy it exactly.",
+            )
+    cited = {c.cited_id: c for c in claim.citations.all()}
+    for cited_id, verdict in label.citations.items():
+        if cited_id not in cited:
+            errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
+        elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
+            errors.add(
+                f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
+            )
+        elif verdict not in CitationVerdict.values:
+            errors.add(f"{key}.citations", f"Unknown verdict for {cited_id}.")
+    if not complete:
+        return
+    if not label.support:
+        errors.add(f"{key}.support", "Choose a support label.")
+    if label.support and label.support != Support.SUPPORTED and not label.severity:
+        errors.add(f"{key}.severity", "Choose a severity.")
+    needs_evidence = label.requires_evidence and label.support in (
+        Support.SUPPORTED,
+        Support.CONTRADICTED,
+    )
+    if needs_evidence and not label.evidence_ids:
+        errors.add(f"{key}.evidence_ids", "Choose the passage that decides this label.")
+    if needs_evidence and not label.evidence_quote.strip():
+        errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
+    for cited_id, citation in cited.items():
+        if citation.passage is not None and not label.citations.get(cited_id):
+            errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
+
+
+def check_answer_label(assignment: Assignment, *, complete: bool, errors: LabelErrors) -> None:
+    if assignment.relevance is not None and assignment.relevance not in RELEVANCE_RUBRIC:
+        errors.add("answer.relevance", "Relevance is 0, 1 or 2.")
+    if assignment.abstention and assignment.abstention not in Abstention.values:
+        errors.add("answer.abstention", "Choose appropriate or unnecessary.")
+    unknown = [f for f in assignment.failure_labels if f not in FAILURE_LABELS]
+    if unknown:
+        errors.add("answer.failure_labels", f"Unknown failure label: {', '.join(unknown)}.")
+    if not complete:
+        return
+    if assignment.relevance is None:
+        errors.add("answer.relevance", "Rate the answer's relevance.")
+    if assignment.answer.abstained and not assignment.abstention:
+        errors.add("answer.abstention", "The answer declines: was that appropriate?")
+
+
+def _claim_label_for(assignment: Assignment, claim: Claim) -> ClaimLabel:
+    label, _ = ClaimLabel.objects.get_or_create(assignment=assignment, claim=claim)
+    return label
+
+
+def default_citation_verdicts(claim: Claim) -> dict[str, str]:
+    """Unresolvable citations are labelled citation_not_found automatically, and locked."""
+    return {
+        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage is None
+    }
+
+
+@transaction.atomic
+def save_claim_label(
+    *, assignment: Assignment, claim: Claim, data: dict
+) -> tuple[ClaimLabel, LabelErrors]:
+    """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
+    lost) and reported; submission refuses until they are fixed."""
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    if claim.answer_id != assignment.answer_id:
+        raise ServiceError("That claim is not part of this task.")
+    label = _claim_label_for(assignment, claim)
+    for name in ("support", "severity", "evidence_quote", "note"):
+        if name in data:
+            setattr(label, name, (data[name] or "").strip() if name != "note" else data[name] or "")
+    if "requires_evidence" in data:
+        label.requires_evidence = bool(data["requires_evidence"])
+    if "evidence_ids" in data:
+        label.evidence_ids = list(dict.fromkeys(data["evidence_ids"] or []))
+    if label.support == Support.SUPPORTED and not label.severity:
+        label.severity = Severity.NONE
+    citations = dict(label.citations)
+    citations.update(data.get("citations") or {})
+    citations.update(default_citation_verdicts(claim))
+    label.citations = {k: v for k, v in citations.items() if v}
+    label.save()
+    _touch(assignment, timezone.now())
+    assignment.save(update_fields=["seconds_spent", "touched_at"])
+    errors = LabelErrors()
+    check_claim_label(
+        label, claim, shown_passages(assignment.answer), complete=False, errors=errors
+    )
+    return label, errors
+
+
+@transaction.atomic
+def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    if "relevance" in data:
+        value = data["relevance"]
+        assignment.relevance = None if value in (None, "") else int(value)
+    if "abstention" in data:
+        assignment.abstention = data["abstention"] or ""
+    if "failure_labels" in data:
+        assignment.failure_labels = [
+            f for f in FAILURE_LABELS if f in (data["failure_labels"] or [])
+        ] + [f for f in (data["failure_labels"] or []) if f not in FAILURE_LABELS]
+    if "note" in data:
+        assignment.note = data["note"] or ""
+    _touch(assignment, timezone.now())
+    errors = LabelErrors()
+    check_answer_label(assignment, complete=False, errors=errors)
+    assignment.save()
+    return assignment, errors
+
+
+def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict:
+    """The label set in the import_labels format (claims by index), for revisions."""
+    return {
+        "relevance": assignment.relevance,
+        "abstention": assignment.abstention or None,
+        "failure_labels": assignment.failure_labels,
+        "note": assignment.note,
+        "claims": [
+            {
+                "index": label.claim.ordinal,
+                "support": label.support,
+                "severity": label.severity,
+                "requires_evidence": label.requires_evidence,
+                "evidence_ids": label.evidence_ids,
+                "evidence_quote": label.evidence_quote,
+                "citations": label.citations,
+                "note": label.note,
+            }
+            for label in sorted(labels, key=lambda x: x.claim.ordinal)
+        ],
+    }
+
+
+def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], LabelErrors]:
+    answer = assignment.answer
+    claims = list(answer.claims.prefetch_related("citations__passage"))
+    labels = {label.claim_id: label for label in assignment.claim_labels.select_related("claim")}
+    shown = shown_passages(answer)
+    errors = LabelErrors()
+    complete = []
+    for claim in claims:
+        label = labels.get(claim.pk)
+        if label is None:
+            errors.add(f"claim.{claim.ordinal}.support", "Choose a support label.")
+            continue
+        label.claim = claim
+        check_claim_label(label, claim, shown, complete=True, errors=errors)
+        complete.append(label)
+    check_answer_label(assignment, complete=True, errors=errors)
+    return complete, errors
+
+
+@transaction.atomic
+def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelErrors:
+    """Submit when every claim and the answer are labelled; each submission is kept as a
+    revision, so a later edit never silently replaces what was submitted before."""
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    labels, errors = validate_submission(assignment)
+    if errors:
+        return errors
+    now = timezone.now()
+    _touch(assignment, now)
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.submitted_at = now
+    assignment.revision += 1
+    assignment.save()
+    LabelRevision.objects.create(
+        assignment=assignment,
+        number=assignment.revision,
+        labels=label_snapshot(assignment, labels),
+        source=source,
+    )
+    return errors
+
+
+def adjudication_started(answer: Answer) -> bool:
+    """Whether a lead has begun adjudicating this answer (then reviewers can no longer
+    reopen it). Adjudication records arrive with the adjudication feature."""
+    return False
+
+
+@transaction.atomic
+def reopen_task(*, assignment: Assignment) -> Assignment:
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    if assignment.status != Assignment.Status.SUBMITTED:
+        raise ServiceError("Only a submitted task can be reopened.")
+    if adjudication_started(assignment.answer):
+        raise ServiceError("A lead has started adjudicating this task; it can no longer change.")
+    assignment.status = Assignment.Status.IN_PROGRESS
+    assignment.touched_at = timezone.now()
+    assignment.save(update_fields=["status", "touched_at"])
+    return assignment
+
+
+# --- Label import ----------------------------------------------------------------------------
+
+LABEL_FIELDS = {
+    "answer_id",
+    "reviewer",
+    "relevance",
+    "abstention",
+    "failure_labels",
+    "note",
+    "claims",
+}
+CLAIM_LABEL_FIELDS = {
+    "index",
+    "support",
+    "severity",
+    "requires_evidence",
+    "evidence_ids",
+    "evidence_quote",
+    "citations",
+    "note",
+}
+
+
+@dataclass
+class LabelImportResult:
+    created: int = 0
+    unchanged: int = 0
+
+
+def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImportResult:
+    """Import reviewers' submitted labels (SPEC.md format), validated like the browser's
+    submissions. All or nothing: raises BundleInvalid listing every problem by line."""
+    if project.state == Project.State.DRAFT:
+        raise BundleInvalid(
+            [BundleError(0, "Labelling is not open: open it first so that the claims are locked.")]
+        )
+    reviewers = {
+        m.user.username: m.user
+        for m in project.memberships.filter(role=Role.REVIEWER).select_related("user")
+    }
+    answers = {
+        a.answer_id: a
+        for a in project.answers.prefetch_related(
+            "claims__citations__passage", "retrieved__passage"
+        )
+    }
+    existing = {
+        (a.answer_id, a.reviewer_id): a
+        for a in Assignment.objects.filter(project=project).select_related("answer")
+    }
+    holders = Counter(
+        a.answer_id for a in existing.values() if a.status != Assignment.Status.RELEASED
+    )
+    errors: list[BundleError] = []
+    pending: list[tuple[Assignment, list[ClaimLabel], dict]] = []
+    seen: dict[tuple[str, str], int] = {}
+    result = LabelImportResult()
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", errors="replace")
+        if not raw.strip():
+            continue
+        problems: list[str] = []
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            errors.append(BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(obj, dict):
+            errors.append(BundleError(number, "expected a JSON object"))
+            continue
+        for key in sorted(set(obj) - LABEL_FIELDS):
+            problems.append(f"unknown field '{key}'")
+        answer = answers.get(obj.get("answer_id"))
+        user = reviewers.get(obj.get("reviewer"))
+        if answer is None:
+            problems.append(f"unknown answer_id {obj.get('answer_id')!r}")
+        if user is None:
+            problems.append(f"{obj.get('reviewer')!r} is not a reviewer of this project")
+        if answer is None or user is None:
+            errors.extend(BundleError(number, p) for p in problems)
+            continue
+        key = (answer.answer_id, user.username)
+        if key in seen:
+            problems.append(f"{user.username} labels this answer twice (first on line {seen[key]})")
+        seen.setdefault(key, number)
+        assignment = Assignment(
+            project=project,
+            answer=answer,
+            reviewer=user,
+            relevance=obj.get("relevance"),
+            abstention=obj.get("abstention") or "",
+            failure_labels=obj.get("failure_labels") or [],
+            note=obj.get("note") or "",
+        )
+        if not isinstance(assignment.relevance, (int, type(None))) or isinstance(
+            assignment.relevance, bool
+        ):
+            problems.append("'relevance' must be 0, 1 or 2")
+            assignment.relevance = None
+        labels, label_problems = _parse_claim_labels(obj.get("claims"), answer)
+        problems += label_problems
+        found = LabelErrors()
+        check_answer_label(assignment, complete=True, errors=found)
+        shown = shown_passages(answer)
+        for label in labels:
+            check_claim_label(label, label.claim, shown, complete=True, errors=found)
+        problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
+        snapshot = label_snapshot(assignment, labels)
+        previous = existing.get((answer.pk, user.pk))
+        if previous is not None:
+            last = previous.revisions.order_by("-number").first()
+            if last is not None and last.labels == snapshot:
+                result.unchanged += 1
+                continue
+            problems.append(f"{user.username} already has labels for this answer")
+        elif holders[answer.pk] >= project.overlap:
+            problems.append(
+                f"this answer already has {holders[answer.pk]} reviewer(s), the project's overlap"
+            )
+        holders[answer.pk] += 1
+        if problems:
+            errors.extend(BundleError(number, p) for p in problems)
+        else:
+            pending.append((assignment, labels, snapshot))
+    if errors:
+        raise BundleInvalid(errors)
+    with transaction.atomic():
+        now = timezone.now()
+        for assignment, labels, snapshot in pending:
+            assignment.status = Assignment.Status.SUBMITTED
+            assignment.submitted_at = now
+            assignment.revision = 1
+            assignment.save()
+            for label in labels:
+                label.assignment = assignment
+            ClaimLabel.objects.bulk_create(labels)
+            LabelRevision.objects.create(
+                assignment=assignment, number=1, labels=snapshot, source="import"
+            )
+    result.created = len(pending)
+    return result
+
+
+def _field_name(key: str) -> str:
+    parts = key.split(".")
+    return f"claims[{parts[1]}].{parts[2]}" if parts[0] == "claim" else parts[-1]
+
+
+def _parse_claim_labels(items, answer: Answer) -> tuple[list[ClaimLabel], list[str]]:
+    problems: list[str] = []
+    claims = {c.ordinal: c for c in answer.claims.all()}
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return [], ["'claims' must be a list of objects"]
+    labels: list[ClaimLabel] = []
+    for position, item in enumerate(items):
+        for key in sorted(set(item) - CLAIM_LABEL_FIELDS):
+            problems.append(f"claims[{position}]: unknown field '{key}'")
+        index = item.get("index")
+        claim = (
+            claims.get(index) if isinstance(index, int) and not isinstance(index, bool) else None
+        )
+        if claim is None:
+            problems.append(f"claims[{position}]: no claim with index {index!r} in this answer")
+            continue
+        if any(label.claim is claim for label in labels):
+            problems.append(f"claims[{position}]: claim {index} is labelled twice")
+            continue
+        citations = item.get("citations") or {}
+        evidence_ids = item.get("evidence_ids") or []
+        if not isinstance(citations, dict) or not isinstance(evidence_ids, list):
+            problems.append(f"claims[{position}]: 'citations' is an object, 'evidence_ids' a list")
+            continue
+        merged = {**citations, **default_citation_verdicts(claim)}
+        labels.append(
+            ClaimLabel(
+                claim=claim,
+                support=item.get("support") or "",
+                severity=item.get("severity") or "",
+                requires_evidence=item.get("requires_evidence", True) is not False,
+                evidence_ids=evidence_ids,
+                evidence_quote=item.get("evidence_quote") or "",
+                citations=merged,
+                note=item.get("note") or "",
+            )
+        )
+    missing = sorted(set(claims) - {label.claim.ordinal for label in labels})
+    if missing:
+        problems.append(f"claims {', '.join(map(str, missing))} have no label")
+    return labels, problems

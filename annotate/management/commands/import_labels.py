@@ -1,0 +1,33 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.bundles import BundleInvalid
+from annotate.models import Project
+from annotate.services import import_labels
+
+
+class Command(BaseCommand):
+    help = "Import reviewers' submitted labels (JSONL). All or nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--project", required=True, help="project slug")
+
+    def handle(self, *args, path, project, **options):
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            raise CommandError(f"No project '{project}'.")
+        try:
+            with open(path, "rb") as stream:
+                result = import_labels(lines=stream, project=found)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        except BundleInvalid as exc:
+            for error in exc.errors:
+                self.stderr.write(str(error))
+            raise CommandError(
+                f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
+            ) from exc
+        self.stdout.write(
+            f"Imported {result.created} label set(s) into '{found.slug}' "
+            f"({result.unchanged} unchanged)."
+        )

@@ -1,0 +1,53 @@
+"""Load the demo project once: the course-notes bundle, a lead and two reviewers, labelling
+opened, and the reviewers' demo labels, so every page has something real to show."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotate.bundles import BundleInvalid
+
+from annotate.models import Project, Role
+from annotate.services import add_member, import_bundle, import_labels, open_labelling
+
+FIXTURES = Path(settings.BASE_DIR) / "fixtures"
+SLUG = "demo"
+PEOPLE = [
+    ("lead", Role.LEAD),
+    ("alice", Role.REVIEWER),
+    ("bob", Role.REVIEWER),
+    ("carol", Role.REVIEWER),
+]
+PASSWORD = "claimdesk-demo"
+
+
+class Command(BaseCommand):
+    help = "Import the demo project with demo users (does nothing if it exists)."
+
+    def handle(self, *args, **options):
+        project = Project.objects.filter(slug=SLUG).first()
+        if project is None:
+            try:
+                project = load()
+            except BundleInvalid as exc:
+                raise CommandError("\n".join(map(str, exc.errors))) from exc
+            self.stdout.write(f"Demo project '{project.name}' loaded.")
+        else:
+            self.stdout.write(f"Demo project '{project.name}' is already loaded.")
+        self.stdout.write("Log in at http://127.0.0.1:8000/ with (password: %s):" % PASSWORD)
+        for username, role in PEOPLE:
+            self.stdout.write(f"  {username:<6} {role}")
+
+
+@transaction.atomic
+def load() -> Project:
+    with open(FIXTURES / "demo.jsonl", "rb") as stream:
+        project = import_bundle(lines=stream, project_slug=SLUG).project
+    for username, role in PEOPLE:
+        add_member(project=project, username=username, role=role, password=PASSWORD)
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    return project
