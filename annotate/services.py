@@ -855,6 +855,19 @@ def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict
     }
 
 
+def screen_errors(screen, *, complete: bool) -> LabelErrors:
+    """Validate the labels already loaded for the labelling screen, without more queries."""
+    shown = {row.passage.passage_id: row.passage for row in screen.passages}
+    errors = LabelErrors()
+    for row in screen.claims:
+        if row.label is not None:
+            check_claim_label(row.label, row.claim, shown, complete=complete, errors=errors)
+        elif complete:
+            errors.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
+    check_answer_label(screen.assignment, complete=complete, errors=errors)
+    return errors
+
+
 def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], LabelErrors]:
     answer = assignment.answer
     claims = list(answer.claims.prefetch_related("citations__passage"))

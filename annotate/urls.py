@@ -1,7 +1,31 @@
 from django.urls import path
 
-from annotate import views
+from annotate import lead_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # reviewer
+    path("p/<slug:slug>/", views.project_page, name="project"),
+    path("p/<slug:slug>/next/", views.take_next, name="take_next"),
+    path("p/<slug:slug>/done/", views.queue_empty, name="queue_empty"),
+    path("p/<slug:slug>/tasks/", views.my_tasks, name="my_tasks"),
+    path("p/<slug:slug>/tasks/<int:number>/", views.task, name="task"),
+    path(
+        "p/<slug:slug>/tasks/<int:number>/claims/<int:index>/",
+        views.save_claim,
+        name="save_claim",
+    ),
+    path("p/<slug:slug>/tasks/<int:number>/answer/", views.save_answer, name="save_answer"),
+    path("p/<slug:slug>/tasks/<int:number>/submit/", views.submit, name="submit"),
+    path("p/<slug:slug>/tasks/<int:number>/skip/", views.skip, name="skip"),
+    path("p/<slug:slug>/tasks/<int:number>/reopen/", views.reopen, name="reopen"),
+    # lead
+    path("projects/new/", lead_views.project_new, name="project_new"),
+    path("p/<slug:slug>/setup/", lead_views.project_setup, name="project_setup"),
+    path("p/<slug:slug>/upload/", lead_views.project_upload, name="project_upload"),
+    path("p/<slug:slug>/members/", lead_views.members, name="members"),
+    path("p/<slug:slug>/guidelines/", lead_views.guidelines, name="guidelines"),
+    path("p/<slug:slug>/claims/", lead_views.boundaries, name="boundaries"),
+    path("p/<slug:slug>/claims/<int:answer_pk>/", lead_views.boundary_edit, name="boundary_edit"),
+    path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
 ]

@@ -22,8 +22,13 @@ def setup_bench_database() -> None:
     import psycopg
 
     u = urlparse(url)
-    with psycopg.connect(host=u.hostname, port=u.port or 5432, user=u.username or "postgres",
-                         dbname="postgres", autocommit=True) as conn:
+    with psycopg.connect(
+        host=u.hostname,
+        port=u.port or 5432,
+        user=u.username or "postgres",
+        dbname="postgres",
+        autocommit=True,
+    ) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     import django

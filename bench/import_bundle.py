@@ -38,33 +38,74 @@ def write_bundle(path: Path) -> int:
         for v in ("baseline", "verifier"):
             emit({"type": "variant", "name": v, "settings": {"k": RETRIEVED_PER_ANSWER}})
         for p in range(PASSAGES):
-            emit({"type": "passage", "passage_id": f"doc-{p}:p1",
-                  "text": f"Passage {p} states fact number {p} about the course. " * 3})
+            emit(
+                {
+                    "type": "passage",
+                    "passage_id": f"doc-{p}:p1",
+                    "text": f"Passage {p} states fact number {p} about the course. " * 3,
+                }
+            )
         for c in range(CASES):
-            emit({"type": "case", "case_id": f"case-{c}", "question": f"What is fact {c}?",
-                  "answerable": True, "adversarial": c % 7 == 0,
-                  "required_facts": [f"fact number {c}"],
-                  "evidence": [{"passage_id": f"doc-{c % PASSAGES}:p1",
-                                "quote": f"fact number {c % PASSAGES}"}]})
-            emit({"type": "judgment", "case_id": f"case-{c}",
-                  "passage_id": f"doc-{c % PASSAGES}:p1", "grade": 3})
+            emit(
+                {
+                    "type": "case",
+                    "case_id": f"case-{c}",
+                    "question": f"What is fact {c}?",
+                    "answerable": True,
+                    "adversarial": c % 7 == 0,
+                    "required_facts": [f"fact number {c}"],
+                    "evidence": [
+                        {
+                            "passage_id": f"doc-{c % PASSAGES}:p1",
+                            "quote": f"fact number {c % PASSAGES}",
+                        }
+                    ],
+                }
+            )
+            emit(
+                {
+                    "type": "judgment",
+                    "case_id": f"case-{c}",
+                    "passage_id": f"doc-{c % PASSAGES}:p1",
+                    "grade": 3,
+                }
+            )
         sentence = "The course states fact number {n} clearly [doc-{p}:p1]. "
         for a in range(ANSWERS):
             case = a // 2
             parts, claims, pos = [], [], 0
             for n in range(CLAIMS_PER_ANSWER):
                 s = sentence.format(n=n, p=(case + n) % PASSAGES)
-                claims.append({"text": s.split(" [")[0] + ".", "start": pos,
-                               "end": pos + len(s) - 1, "citations": [f"doc-{(case + n) % PASSAGES}:p1"]})
+                claims.append(
+                    {
+                        "text": s.split(" [")[0] + ".",
+                        "start": pos,
+                        "end": pos + len(s) - 1,
+                        "citations": [f"doc-{(case + n) % PASSAGES}:p1"],
+                    }
+                )
                 parts.append(s)
                 pos += len(s)
-            emit({"type": "answer", "answer_id": f"case-{case}/{'baseline' if a % 2 else 'verifier'}",
-                  "case_id": f"case-{case}", "variant": "baseline" if a % 2 else "verifier",
-                  "text": "".join(parts).rstrip(), "elapsed_ms": 1000 + a % 900,
-                  "retrieved": [{"passage_id": f"doc-{(case + r) % PASSAGES}:p1", "rank": r + 1,
-                                 "score": 1 - r / 10, "in_prompt": r < 5}
-                                for r in range(RETRIEVED_PER_ANSWER)],
-                  "claims": claims})
+            emit(
+                {
+                    "type": "answer",
+                    "answer_id": f"case-{case}/{'baseline' if a % 2 else 'verifier'}",
+                    "case_id": f"case-{case}",
+                    "variant": "baseline" if a % 2 else "verifier",
+                    "text": "".join(parts).rstrip(),
+                    "elapsed_ms": 1000 + a % 900,
+                    "retrieved": [
+                        {
+                            "passage_id": f"doc-{(case + r) % PASSAGES}:p1",
+                            "rank": r + 1,
+                            "score": 1 - r / 10,
+                            "in_prompt": r < 5,
+                        }
+                        for r in range(RETRIEVED_PER_ANSWER)
+                    ],
+                    "claims": claims,
+                }
+            )
     return lines
 
 
@@ -86,9 +127,11 @@ def main() -> None:
         rows = sum(sum(c.values()) for c in result.counts.values())
         rows += Citation.objects.count() + RetrievedPassage.objects.count()
         print(f"database: {connection.vendor}")
-        print(f"bundle: {lines:,} lines, {size / 1e6:.1f} MB; "
-              f"{Answer.objects.count():,} answers, {Claim.objects.count():,} claims, "
-              f"{Citation.objects.count():,} citations, {RetrievedPassage.objects.count():,} retrieved")
+        print(
+            f"bundle: {lines:,} lines, {size / 1e6:.1f} MB; "
+            f"{Answer.objects.count():,} answers, {Claim.objects.count():,} claims, "
+            f"{Citation.objects.count():,} citations, {RetrievedPassage.objects.count():,} retrieved"
+        )
         print(f"import: {elapsed:.2f} s for {rows:,} rows = {rows / elapsed:,.0f} rows/s")
 
         start = time.perf_counter()

@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotate.bundles import BundleInvalid
-
 from annotate.models import Project, Role
 from annotate.services import add_member, import_bundle, import_labels, open_labelling
 
@@ -36,7 +35,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo project '{project.name}' loaded.")
         else:
             self.stdout.write(f"Demo project '{project.name}' is already loaded.")
-        self.stdout.write("Log in at http://127.0.0.1:8000/ with (password: %s):" % PASSWORD)
+        self.stdout.write(f"Log in at http://127.0.0.1:8000/ with (password: {PASSWORD}):")
         for username, role in PEOPLE:
             self.stdout.write(f"  {username:<6} {role}")
 

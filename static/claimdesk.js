@@ -1,0 +1,30 @@
+// claimdesk: small progressive enhancements; every page works without this file.
+(() => {
+  "use strict";
+
+  // Close buttons ship `hidden` because they do nothing without JavaScript.
+  function revealCloseButtons(root) {
+    for (const button of root.querySelectorAll(".flash-close[hidden]")) {
+      button.hidden = false;
+    }
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest(".flash-close");
+    if (!button) return;
+    const flash = button.closest(".flash");
+    if (!flash) return;
+    const container = flash.parentElement;
+    flash.remove();
+    if (container && container.classList.contains("flashes") && !container.children.length) {
+      container.remove();
+    }
+    // The focused button is gone; put keyboard users back at the start of the content.
+    const main = document.getElementById("content");
+    if (main) main.focus({ preventScroll: true });
+  });
+
+  document.addEventListener("DOMContentLoaded", () => revealCloseButtons(document));
+  // Content swapped in by htmx may carry its own flash messages.
+  document.addEventListener("htmx:load", (event) => revealCloseButtons(event.target));
+})();

@@ -1,0 +1,298 @@
+"""The reviewer's queue and labelling screen: overlap, skips, drafts, submission, revisions,
+the quote check, and query counts that do not grow with the task."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
+from annotate.services import (
+    ServiceError,
+    next_task,
+    open_labelling,
+    release_task,
+    save_answer_label,
+    save_claim_label,
+    submit_labels,
+)
+from tests.conftest import PASSWORD
+
+
+@pytest.fixture
+def open_team(team) -> Project:
+    return open_labelling(project=team)
+
+
+def client_for(client, user):
+    client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+def task_url(project, assignment, name="task", **kwargs):
+    return reverse(
+        name, kwargs={"slug": project.slug, "number": assignment.answer.task_number, **kwargs}
+    )
+
+
+def label_everything(assignment):
+    """Complete, valid labels for every claim and the answer."""
+    answer = assignment.answer
+    for claim in answer.claims.all():
+        citations = {c.cited_id: "supports" for c in claim.citations.all() if c.passage is not None}
+        save_claim_label(
+            assignment=assignment,
+            claim=claim,
+            data={"support": "insufficient_evidence", "severity": "minor", "citations": citations},
+        )
+    save_answer_label(
+        assignment=assignment,
+        data={"relevance": 1, "abstention": "appropriate" if answer.abstained else ""},
+    )
+
+
+@pytest.mark.django_db
+def test_next_task_resumes_the_task_in_progress(open_team, reviewer_a):
+    first = next_task(project=open_team, reviewer=reviewer_a)
+    assert next_task(project=open_team, reviewer=reviewer_a) == first
+
+
+@pytest.mark.django_db
+def test_an_answer_never_gets_more_reviewers_than_the_overlap(open_team, reviewer_a, reviewer_b):
+    from annotate.services import add_member
+
+    third = add_member(project=open_team, username="carl", role="reviewer").user
+    open_team.overlap = 2
+    open_team.save()
+    taken = []
+    for reviewer in (reviewer_a, reviewer_b, third) * 4:
+        assignment = next_task(project=open_team, reviewer=reviewer)
+        if assignment is None:
+            continue
+        taken.append(assignment.answer_id)
+        label_everything(assignment)
+        assert not submit_labels(assignment=assignment)
+    per_answer = {a: taken.count(a) for a in taken}
+    assert set(per_answer.values()) == {2}
+    assert len(per_answer) == Answer.objects.filter(project=open_team).count()
+
+
+@pytest.mark.django_db
+def test_a_skipped_task_needs_a_reason_returns_to_the_pool_and_not_to_the_skipper(
+    open_team, reviewer_a, reviewer_b
+):
+    open_team.overlap = 1
+    open_team.save()
+    skipped = next_task(project=open_team, reviewer=reviewer_a)
+    with pytest.raises(ServiceError, match="Say why"):
+        release_task(assignment=skipped, reason="  ")
+    release_task(assignment=skipped, reason="outside my expertise")
+    assert next_task(project=open_team, reviewer=reviewer_a).answer_id != skipped.answer_id
+    assert next_task(project=open_team, reviewer=reviewer_b).answer_id == skipped.answer_id
+
+
+@pytest.mark.django_db
+def test_abandoned_tasks_return_to_the_pool(open_team, reviewer_a, reviewer_b, settings):
+    open_team.overlap = 1
+    open_team.save()
+    abandoned = next_task(project=open_team, reviewer=reviewer_a)
+    Assignment.objects.filter(pk=abandoned.pk).update(
+        touched_at=timezone.now() - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES + 1)
+    )
+    assert next_task(project=open_team, reviewer=reviewer_b).answer_id == abandoned.answer_id
+
+
+@pytest.mark.django_db
+def test_queue_is_closed_while_the_project_is_a_draft(team, reviewer_a):
+    with pytest.raises(ServiceError, match="not open"):
+        next_task(project=team, reviewer=reviewer_a)
+
+
+@pytest.mark.django_db
+def test_queue_spreads_the_answers_of_one_case_apart(open_team):
+    order = list(
+        Answer.objects.filter(project=open_team)
+        .order_by("task_number")
+        .values_list("case_id", flat=True)
+    )
+    assert all(a != b for a, b in zip(order, order[1:], strict=False))
+
+
+@pytest.mark.django_db
+def test_quote_must_occur_in_a_chosen_passage_whitespace_normalised(open_team, reviewer_a):
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    claim = assignment.answer.claims.first()
+    passage = assignment.answer.retrieved.first().passage
+    words = passage.text.split()[:4]
+    _, errors = save_claim_label(
+        assignment=assignment,
+        claim=claim,
+        data={"evidence_ids": [passage.passage_id], "evidence_quote": "\n  ".join(words)},
+    )
+    assert not errors
+    _, errors = save_claim_label(
+        assignment=assignment,
+        claim=claim,
+        data={"evidence_ids": [passage.passage_id], "evidence_quote": "words nobody wrote"},
+    )
+    assert errors.fields[f"claim.{claim.ordinal}.evidence_quote"].startswith(
+        "This quote does not occur in the chosen passage."
+    )
+    # the draft keeps what the reviewer typed
+    assert ClaimLabel.objects.get(claim=claim).evidence_quote == "words nobody wrote"
+
+
+@pytest.mark.django_db
+def test_unresolvable_citations_are_set_to_not_found_and_stay_locked(open_team, reviewer_a):
+    answer = Answer.objects.get(answer_id="a2-deadline/verifier")
+    assignment = Assignment.objects.create(project=open_team, answer=answer, reviewer=reviewer_a)
+    claim = answer.claims.get(ordinal=1)
+    label, errors = save_claim_label(
+        assignment=assignment, claim=claim, data={"citations": {"notes-99": "supports"}}
+    )
+    assert label.citations["notes-99"] == "citation_not_found" and not errors
+
+
+@pytest.mark.django_db
+def test_submit_requires_every_item_then_keeps_each_submission_as_a_revision(
+    client, open_team, reviewer_a
+):
+    client_for(client, reviewer_a)
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    response = client.post(task_url(open_team, assignment, "submit"))
+    assert response.status_code == 400
+    assert b"Choose a support label." in response.content
+    assert b"Rate the answer" in response.content
+
+    label_everything(assignment)
+    response = client.post(task_url(open_team, assignment, "submit"))
+    assert response.status_code == 302  # on to the next task
+    assignment.refresh_from_db()
+    assert assignment.status == "submitted" and assignment.revision == 1
+
+    client.post(task_url(open_team, assignment, "reopen"))
+    save_answer_label(assignment=assignment, data={"relevance": 2})
+    client.post(task_url(open_team, assignment, "submit"))
+    revisions = LabelRevision.objects.filter(assignment=assignment).order_by("number")
+    assert [r.labels["relevance"] for r in revisions] == [1, 2]
+
+
+@pytest.mark.django_db
+def test_submitted_labels_cannot_be_edited_without_reopening(open_team, reviewer_a):
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    label_everything(assignment)
+    submit_labels(assignment=assignment)
+    with pytest.raises(ServiceError, match="reopen"):
+        save_answer_label(assignment=assignment, data={"relevance": 0})
+
+
+@pytest.mark.django_db
+def test_draft_saves_over_htmx_return_field_errors_and_keep_the_draft(
+    client, open_team, reviewer_a
+):
+    client_for(client, reviewer_a)
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    claim = assignment.answer.claims.first()
+    passage = assignment.answer.retrieved.first().passage
+    url = task_url(open_team, assignment, "save_claim", index=claim.ordinal)
+    response = client.post(
+        url,
+        {
+            "support": "contradicted",
+            "evidence_ids": [passage.passage_id],
+            "evidence_quote": "not in the passage",
+        },
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert b'hx-swap-oob="true"' in response.content
+    assert b"This quote does not occur" in response.content
+    page = client.get(task_url(open_team, assignment))
+    assert b'value="not in the passage"' in page.content
+    assert b"This quote does not occur" in page.content
+
+
+@pytest.mark.django_db
+def test_passage_and_answer_text_are_escaped(client, open_team, reviewer_a):
+    from annotate.models import Passage
+
+    Passage.objects.filter(project=open_team).update(text="<script>alert('x')</script> text")
+    client_for(client, reviewer_a)
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    page = client.get(task_url(open_team, assignment)).content.decode()
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert" in page
+
+
+def _answer_with(project, *, claims: int, passages: int, number: int) -> Answer:
+    """An answer with the given number of claims (each citing a passage) and passages."""
+    from annotate.services import import_bundle
+
+    case = project.cases.first()
+    ids = [f"bench-{number}-{i}" for i in range(passages)]
+    text = " ".join(f"Sentence {i} is here [{ids[i % passages]}]." for i in range(claims))
+    lines = [
+        json.dumps({"type": "passage", "passage_id": pid, "text": f"Passage {pid}."}) for pid in ids
+    ]
+    spans, position = [], 0
+    for i in range(claims):
+        sentence = f"Sentence {i} is here [{ids[i % passages]}]."
+        spans.append(
+            {
+                "text": f"Sentence {i} is here.",
+                "start": position,
+                "end": position + len(sentence),
+                "citations": [ids[i % passages]],
+            }
+        )
+        position += len(sentence) + 1
+    lines.append(
+        json.dumps(
+            {
+                "type": "answer",
+                "answer_id": f"q-{number}",
+                "case_id": case.case_id,
+                "variant": "baseline",
+                "sample": number,
+                "text": text,
+                "claims": spans,
+                "retrieved": [
+                    {"passage_id": pid, "rank": r + 1, "in_prompt": True}
+                    for r, pid in enumerate(ids)
+                ],
+            }
+        )
+    )
+    import_bundle(lines=lines, project_slug=project.slug)
+    return Answer.objects.get(project=project, answer_id=f"q-{number}")
+
+
+@pytest.mark.django_db
+def test_labelling_page_query_count_does_not_grow_with_claims_or_passages(
+    client, open_team, reviewer_a, django_assert_num_queries
+):
+    client_for(client, reviewer_a)
+    small = _answer_with(open_team, claims=1, passages=1, number=1)
+    large = _answer_with(open_team, claims=12, passages=10, number=2)
+    counts = []
+    for answer in (small, large):
+        assignment = Assignment.objects.create(
+            project=open_team, answer=answer, reviewer=reviewer_a
+        )
+        for claim in answer.claims.all():
+            save_claim_label(assignment=assignment, claim=claim, data={"support": "supported"})
+        url = task_url(open_team, assignment)
+        client.get(url)  # warm the session
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        counts.append(len(captured))
+        Assignment.objects.filter(pk=assignment.pk).update(status="released")
+    assert counts[0] == counts[1]
+    assert counts[1] <= 12
