@@ -412,3 +412,44 @@ class LabelRevision(models.Model):
 
     def __str__(self) -> str:
         return f"revision {self.number}"
+
+
+class Decision(models.Model):
+    """A lead's adjudication of one field of one item (a claim, or the answer when `claim` is
+    null). Gold is derived where it is read: the latest decision for an item's field, else the
+    reviewers' shared value when they agree. Decisions are never updated, only added, so every
+    decision is kept with who made it and when."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="decisions")
+    claim = models.ForeignKey(
+        Claim, on_delete=models.CASCADE, null=True, blank=True, related_name="decisions"
+    )
+    field = models.CharField(max_length=40)
+    value = models.JSONField(null=True)
+    rationale = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["answer", "claim", "field", "decided_at", "pk"]
+        indexes = [models.Index(fields=["answer", "field"], name="decision_item_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.field} = {self.value!r}"
+
+
+class AdjudicationLock(models.Model):
+    """Marks that adjudication of an answer has started (reviewers can no longer reopen it)
+    and carries the version two leads compare to detect a conflicting save."""
+
+    answer = models.OneToOneField(Answer, on_delete=models.CASCADE, related_name="adjudication")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    version = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"adjudication of {self.answer_id} (v{self.version})"

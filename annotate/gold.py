@@ -1,0 +1,242 @@
+"""Reads that align the two reviewers' labels and derive gold from them.
+
+Nothing here is stored: the pair of an answer is its first two submitted assignments (by
+submission time), a field is `agreed` when both gave the same value, and a lead's latest
+Decision for that field makes it `adjudicated`. Deriving gold where it is read keeps it right
+when a reviewer reopens a task or a lead changes a decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotate.models import Answer, Assignment, ClaimLabel, Decision, Project
+
+CLAIM_FIELDS = ("support", "severity", "requires_evidence", "citations", "evidence")
+ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
+AGREED, ADJUDICATED, PENDING, UNION = "agreed", "adjudicated", "pending", "union"
+
+
+@dataclass
+class ItemPair:
+    """One claim (or answer, when claim_id is None) labelled by reviewers A and B."""
+
+    answer_id: int
+    claim_id: int | None
+    ordinal: int | None
+    reviewer_a: int
+    reviewer_b: int
+    a: dict[str, Any]
+    b: dict[str, Any]
+    gold: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)
+    rationale: dict[str, str] = field(default_factory=dict)
+
+    def differs(self, name: str) -> bool:
+        return comparable(name, self.a) != comparable(name, self.b)
+
+    @property
+    def pending(self) -> list[str]:
+        return [name for name, src in self.source.items() if src == PENDING]
+
+
+def comparable(name: str, labels: dict[str, Any]) -> Any:
+    """The value two reviewers must share for a field to count as agreed."""
+    value = labels.get(name)
+    if name == "evidence":
+        return tuple(sorted(labels.get("evidence_ids") or ()))
+    if name == "failure_labels":
+        return tuple(sorted(value or ()))
+    if name == "citations":
+        return tuple(sorted((value or {}).items()))
+    return value
+
+
+def _claim_values(row) -> dict[str, Any]:
+    return {
+        "support": row["support"],
+        "severity": row["severity"],
+        "requires_evidence": row["requires_evidence"],
+        "citations": row["citations"] or {},
+        "evidence_ids": row["evidence_ids"] or [],
+        "evidence_quote": row["evidence_quote"],
+        "note": row["note"],
+    }
+
+
+def pairs_for_project(
+    project: Project, *, answer_ids=None
+) -> tuple[list[ItemPair], list[ItemPair]]:
+    """(answer pairs, claim pairs) for every answer with two submitted label sets. Three
+    queries whatever the size: assignments, claim labels, decisions."""
+    submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+    if answer_ids is not None:
+        submitted = submitted.filter(answer_id__in=answer_ids)
+    by_answer: dict[int, list[dict]] = defaultdict(list)
+    for row in submitted.order_by("answer_id", "submitted_at", "pk").values(
+        "pk", "answer_id", "reviewer_id", "relevance", "abstention", "failure_labels", "note"
+    ):
+        if len(by_answer[row["answer_id"]]) < 2:
+            by_answer[row["answer_id"]].append(row)
+    chosen = {
+        row["pk"]: (answer_id, i)
+        for answer_id, rows in by_answer.items()
+        if len(rows) == 2
+        for i, row in enumerate(rows)
+    }
+
+    answer_pairs = {
+        answer_id: ItemPair(
+            answer_id=answer_id,
+            claim_id=None,
+            ordinal=None,
+            reviewer_a=rows[0]["reviewer_id"],
+            reviewer_b=rows[1]["reviewer_id"],
+            a={k: rows[0][k] for k in ("relevance", "abstention", "failure_labels", "note")},
+            b={k: rows[1][k] for k in ("relevance", "abstention", "failure_labels", "note")},
+        )
+        for answer_id, rows in by_answer.items()
+        if len(rows) == 2
+    }
+    claims: dict[int, ItemPair] = {}
+    labels = ClaimLabel.objects.filter(assignment_id__in=list(chosen)).values(
+        "assignment_id",
+        "claim_id",
+        "claim__ordinal",
+        "support",
+        "severity",
+        "requires_evidence",
+        "citations",
+        "evidence_ids",
+        "evidence_quote",
+        "note",
+    )
+    for row in labels.order_by("claim_id"):
+        answer_id, side = chosen[row["assignment_id"]]
+        pair = claims.get(row["claim_id"])
+        if pair is None:
+            parent = answer_pairs[answer_id]
+            pair = claims[row["claim_id"]] = ItemPair(
+                answer_id=answer_id,
+                claim_id=row["claim_id"],
+                ordinal=row["claim__ordinal"],
+                reviewer_a=parent.reviewer_a,
+                reviewer_b=parent.reviewer_b,
+                a={},
+                b={},
+            )
+        (pair.a if side == 0 else pair.b).update(_claim_values(row))
+    claim_pairs = [p for p in claims.values() if p.a and p.b]
+
+    decisions = Decision.objects.filter(answer_id__in=list(answer_pairs)).order_by(
+        "decided_at", "pk"
+    )
+    latest: dict[tuple[int, int | None, str], Decision] = {}
+    for decision in decisions:
+        latest[(decision.answer_id, decision.claim_id, decision.field)] = decision
+    for pair in answer_pairs.values():
+        _derive(pair, ANSWER_FIELDS, latest)
+    for pair in claim_pairs:
+        _derive(pair, CLAIM_FIELDS, latest)
+    ordered_claims = sorted(claim_pairs, key=lambda p: (p.answer_id, p.ordinal))
+    return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
+
+
+def _derive(pair: ItemPair, fields, latest) -> None:
+    for name in fields:
+        decision = latest.get((pair.answer_id, pair.claim_id, name))
+        if decision is not None:
+            pair.gold[name] = decision.value
+            pair.source[name] = ADJUDICATED
+            pair.rationale[name] = decision.rationale
+        elif not pair.differs(name):
+            pair.gold[name] = _agreed_value(name, pair)
+            pair.source[name] = AGREED
+        elif name == "evidence":
+            # Reviewers often pick different but equally valid passages; measuring that is
+            # the evidence-overlap statistic's job. Gold keeps both sets rather than holding
+            # the answer in the adjudication queue.
+            ids = sorted(set(pair.a["evidence_ids"]) | set(pair.b["evidence_ids"]))
+            quote = pair.a.get("evidence_quote") or pair.b.get("evidence_quote")
+            pair.gold[name] = {"evidence_ids": ids, "evidence_quote": quote}
+            pair.source[name] = UNION
+        else:
+            pair.gold[name] = None
+            pair.source[name] = PENDING
+
+
+def _agreed_value(name: str, pair: ItemPair) -> Any:
+    if name == "evidence":
+        return {
+            "evidence_ids": sorted(pair.a.get("evidence_ids") or []),
+            "evidence_quote": pair.a.get("evidence_quote") or pair.b.get("evidence_quote"),
+        }
+    if name == "failure_labels":
+        return sorted(pair.a.get(name) or [])
+    return pair.a.get(name)
+
+
+# How serious a disagreement is, for ordering the adjudication queue: a flip between
+# supported and contradicted matters more than one between supported and not-found.
+SUPPORT_WEIGHT = {
+    frozenset({"supported", "contradicted"}): 100,
+    frozenset({"supported", "insufficient_evidence"}): 60,
+    frozenset({"contradicted", "insufficient_evidence"}): 40,
+}
+SEVERE = {"major", "critical"}
+
+
+def disagreement_score(pair: ItemPair) -> int:
+    score = 0
+    if pair.source.get("support") == PENDING:
+        score += SUPPORT_WEIGHT.get(frozenset({pair.a["support"], pair.b["support"]}), 30)
+    if pair.source.get("severity") == PENDING:
+        score += 50 if {pair.a["severity"], pair.b["severity"]} & SEVERE else 20
+    if pair.source.get("abstention") == PENDING:
+        score += 50
+    if pair.source.get("citations") == PENDING:
+        score += 30
+    if pair.source.get("relevance") == PENDING:
+        score += 10 * abs((pair.a["relevance"] or 0) - (pair.b["relevance"] or 0))
+    for name in ("requires_evidence", "failure_labels"):
+        if pair.source.get(name) == PENDING:
+            score += 10
+    return score
+
+
+@dataclass
+class AnswerDisagreement:
+    answer: Answer
+    score: int
+    fields: list[str]
+
+
+def adjudication_queue(project: Project) -> list[AnswerDisagreement]:
+    """Answers whose reviewers disagree on a field no lead has decided yet, most serious
+    first (ties by task number)."""
+    answer_pairs, claim_pairs = pairs_for_project(project)
+    scores: dict[int, int] = defaultdict(int)
+    fields: dict[int, set[str]] = defaultdict(set)
+    for pair in [*answer_pairs, *claim_pairs]:
+        if pair.pending:
+            scores[pair.answer_id] += disagreement_score(pair)
+            fields[pair.answer_id].update(pair.pending)
+    answers = Answer.objects.in_bulk(list(scores))
+    queue = [AnswerDisagreement(answers[pk], scores[pk], sorted(fields[pk])) for pk in scores]
+    return sorted(queue, key=lambda d: (-d.score, d.answer.task_number or 0))
+
+
+JUDGE_DEV_SHARE = 0.3
+
+
+def judge_split(case_id: str) -> str:
+    """Deterministic judge split of a case: about 30% `judge_dev` (for writing judge prompts),
+    the rest `judge_test` (for measuring judges). Decided by the case id alone, so every
+    answer of a case -- every variant and sample -- lands on the same side, and re-exports
+    never move an item across."""
+    digest = hashlib.sha256(f"claimdesk-judge-split:{case_id}".encode()).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    return "judge_dev" if fraction < JUDGE_DEV_SHARE else "judge_test"
