@@ -3,6 +3,9 @@ so memory stays flat and the same data always gives the same bytes."""
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -111,3 +114,261 @@ def bundle_rows(project: Project) -> Iterator[dict[str, Any]]:
 def jsonl(rows) -> Iterator[str]:
     for row in rows:
         yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+# --- Gold ------------------------------------------------------------------------------------
+
+GOLD_SCHEMA_VERSION = "claimdesk.gold/1"
+GOLD_CHUNK = 200
+CLAIM_LABEL_KEYS = (
+    "support",
+    "severity",
+    "requires_evidence",
+    "citations",
+    "evidence_ids",
+    "evidence_quote",
+    "note",
+)
+ANSWER_LABEL_KEYS = ("relevance", "abstention", "failure_labels", "note")
+GOLD_CSV_COLUMNS = (
+    "schema_version",
+    "export_id",
+    "as_of",
+    "project",
+    "corpus_version",
+    "item",
+    "case_id",
+    "answer_id",
+    "variant",
+    "task_number",
+    "answerable",
+    "adversarial",
+    "split",
+    "judge_split",
+    "user_input",
+    "response",
+    "retrieved_context_ids",
+    "retrieved_contexts",
+    "in_prompt_ids",
+    "claim_index",
+    "claim",
+    "claim_start",
+    "claim_end",
+    "citations",
+    "doc",
+    "label",
+    "gold",
+    "gold_source",
+    "rationale",
+    "reviewer_a",
+    "reviewer_b",
+    "human_kappa",
+    "content_hash",
+)
+
+
+def gold_fingerprint(project: Project) -> tuple[str, str]:
+    """(export id, as-of time). Both derive from the data, never from the clock, so exporting
+    twice with nothing changed gives byte-identical files; any new submission or decision
+    changes both."""
+    from django.db.models import Count, Max
+
+    from annotate.models import Assignment, Decision
+
+    labels = Assignment.objects.filter(project=project, status="submitted").aggregate(
+        n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision")
+    )
+    decisions = Decision.objects.filter(answer__project=project).aggregate(
+        n=Count("pk"), last=Max("decided_at")
+    )
+    claims = Claim.objects.filter(answer__project=project).aggregate(n=Count("pk"), last=Max("pk"))
+    times = [t for t in (labels["last"], decisions["last"]) if t is not None]
+    as_of = max(times).isoformat() if times else ""
+    key = json.dumps(
+        [
+            GOLD_SCHEMA_VERSION,
+            project.slug,
+            project.corpus_version,
+            labels["n"],
+            labels["revisions"],
+            decisions["n"],
+            claims["n"],
+            claims["last"],
+            as_of,
+        ],
+        default=str,
+    )
+    return hashlib.sha256(key.encode()).hexdigest()[:16], as_of
+
+
+def _pseudonyms(project: Project) -> dict[int, str]:
+    """Reviewers as R1, R2 … in the order they joined the project: stable, not identifying."""
+    members = (
+        project.memberships.filter(role="reviewer").order_by("pk").values_list("user_id", flat=True)
+    )
+    return {user_id: f"R{i}" for i, user_id in enumerate(members, start=1)}
+
+
+def _human_kappas(project: Project) -> dict[str, float | None]:
+    from evaluation.agreement_report import agreement_report
+
+    report = agreement_report(project, n_boot=0)
+    return {
+        name: stats.get("kappa")
+        for name, stats in report["slices"]["all"].items()
+        if name != "evidence"
+    }
+
+
+def _hashed(row: dict[str, Any]) -> dict[str, Any]:
+    content = {k: v for k, v in row.items() if k not in ("export_id", "as_of")}
+    encoded = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    row["content_hash"] = hashlib.sha256(encoded.encode()).hexdigest()
+    return row
+
+
+def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """One row per doubly-labelled claim and per answer, with provenance. Streams in chunks
+    of answers, so memory stays flat whatever the project's size."""
+    from annotate import gold
+    from annotate.models import Answer
+
+    export_id, as_of = gold_fingerprint(project)
+    names = _pseudonyms(project)
+    kappas = _human_kappas(project)
+    base = {
+        "schema_version": GOLD_SCHEMA_VERSION,
+        "export_id": export_id,
+        "as_of": as_of,
+        "project": project.slug,
+        "corpus_version": project.corpus_version,
+    }
+    answer_ids = list(
+        project.assignments.filter(status="submitted")
+        .order_by("answer_id")
+        .values_list("answer_id", flat=True)
+        .distinct()
+    )
+    for start in range(0, len(answer_ids), GOLD_CHUNK):
+        chunk = answer_ids[start : start + GOLD_CHUNK]
+        answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=chunk)
+        answers = {
+            a.pk: a
+            for a in Answer.objects.filter(pk__in=chunk)
+            .select_related("case", "variant")
+            .prefetch_related(
+                Prefetch(
+                    "retrieved",
+                    queryset=RetrievedPassage.objects.select_related("passage").order_by("rank"),
+                ),
+                Prefetch(
+                    "claims",
+                    queryset=Claim.objects.order_by("ordinal").prefetch_related(
+                        Prefetch("citations", queryset=Citation.objects.order_by("ordinal"))
+                    ),
+                ),
+            )
+        }
+        claims_of: dict[int, list] = {}
+        for pair in claim_pairs:
+            claims_of.setdefault(pair.answer_id, []).append(pair)
+        for pair in answer_pairs:
+            answer = answers[pair.answer_id]
+            common = _answer_fields(base, answer)
+            claims = {c.pk: c for c in answer.claims.all()}
+            for claim_pair in claims_of.get(pair.answer_id, []):
+                yield _hashed(
+                    _claim_row(common, claims[claim_pair.claim_id], claim_pair, names, kappas)
+                )
+            yield _hashed(
+                {
+                    **{k: v for k, v in common.items() if k != "_doc"},
+                    "item": "answer",
+                    "gold": {name: pair.gold.get(name) for name in gold.ANSWER_FIELDS},
+                    "gold_source": dict(pair.source),
+                    "rationale": dict(pair.rationale),
+                    "reviewer_a": _reviewer(pair.reviewer_a, pair.a, ANSWER_LABEL_KEYS, names),
+                    "reviewer_b": _reviewer(pair.reviewer_b, pair.b, ANSWER_LABEL_KEYS, names),
+                    "human_kappa": {k: kappas.get(k) for k in ("relevance", "abstention")},
+                }
+            )
+
+
+def _answer_fields(base: dict, answer) -> dict[str, Any]:
+    from annotate.gold import judge_split
+
+    retrieved = list(answer.retrieved.all())
+    return {
+        **base,
+        "item": None,
+        "case_id": answer.case.case_id,
+        "answer_id": answer.answer_id,
+        "variant": answer.variant.name,
+        "task_number": answer.task_number,
+        "answerable": answer.case.answerable,
+        "adversarial": answer.case.adversarial,
+        "split": answer.case.split,
+        "judge_split": judge_split(answer.case.case_id),
+        "user_input": answer.case.question,
+        "response": answer.text,
+        "retrieved_context_ids": [r.passage.passage_id for r in retrieved],
+        "retrieved_contexts": [r.passage.text for r in retrieved],
+        "in_prompt_ids": [r.passage.passage_id for r in retrieved if r.in_prompt],
+        "_doc": "\n\n".join(r.passage.text for r in retrieved if r.in_prompt),
+    }
+
+
+def _reviewer(user_id: int, labels: dict, keys, names) -> dict[str, Any]:
+    return {"reviewer": names.get(user_id, "R?"), **{k: labels.get(k) for k in keys}}
+
+
+def _claim_row(common: dict, claim, pair, names, kappas) -> dict[str, Any]:
+    support = pair.gold.get("support")
+    evidence = pair.gold.get("evidence") or {}
+    row = {k: v for k, v in common.items() if k != "_doc"}
+    row.update(
+        {
+            "item": "claim",
+            "claim_index": claim.ordinal,
+            "claim": claim.text,
+            "claim_start": claim.start,
+            "claim_end": claim.end,
+            "citations": [c.cited_id for c in claim.citations.all()],
+            "doc": common["_doc"],
+            # LLM-AggreFact convention: 1 = supported, 0 = not; null while undecided.
+            "label": None if support is None else int(support == "supported"),
+            "gold": {
+                "support": support,
+                "severity": pair.gold.get("severity"),
+                "requires_evidence": pair.gold.get("requires_evidence"),
+                "citations": pair.gold.get("citations"),
+                "evidence_ids": evidence.get("evidence_ids"),
+                "evidence_quote": evidence.get("evidence_quote"),
+            },
+            "gold_source": dict(pair.source),
+            "rationale": dict(pair.rationale),
+            "reviewer_a": _reviewer(pair.reviewer_a, pair.a, CLAIM_LABEL_KEYS, names),
+            "reviewer_b": _reviewer(pair.reviewer_b, pair.b, CLAIM_LABEL_KEYS, names),
+            "human_kappa": {
+                k: kappas.get(k) for k in ("support", "severity", "requires_evidence", "citation")
+            },
+        }
+    )
+    return row
+
+
+def gold_csv(rows) -> Iterator[str]:
+    """CSV lines: scalar columns as they are, nested values as JSON."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(GOLD_CSV_COLUMNS)
+    for row in rows:
+        writer.writerow(
+            json.dumps(row.get(c), ensure_ascii=False, sort_keys=True)
+            if isinstance(row.get(c), (dict, list))
+            else ("" if row.get(c) is None else row.get(c))
+            for c in GOLD_CSV_COLUMNS
+        )
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()

@@ -7,16 +7,22 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Prefetch, Q
 
+from annotate import gold
 from annotate.models import (
+    Abstention,
+    AdjudicationLock,
     Answer,
     Assignment,
     Citation,
     Claim,
     ClaimLabel,
+    Decision,
     Membership,
     Passage,
     Project,
     RetrievedPassage,
+    Severity,
+    Support,
 )
 
 
@@ -177,4 +183,194 @@ def my_submitted_tasks(user, project: Project):
         .filter(project=project, status=Assignment.Status.SUBMITTED)
         .select_related("answer")
         .order_by("-submitted_at")
+    )
+
+
+# --- Adjudication ----------------------------------------------------------------------------
+
+FIELD_CHOICES = {
+    "support": [c.value for c in Support],
+    "severity": [c.value for c in Severity],
+    "requires_evidence": [True, False],
+    "relevance": [0, 1, 2],
+    "abstention": [c.value for c in Abstention],
+}
+
+
+def show_value(field_name: str, value) -> str:
+    """A label value as a lead reads it on the adjudication screen."""
+    if value is None or value == "":
+        return "—"
+    if field_name == "citations":
+        return ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) or "—"
+    if field_name == "evidence":
+        ids = ", ".join(value.get("evidence_ids") or []) or "no passage"
+        quote = value.get("evidence_quote") or ""
+        return f"{ids} · “{quote}”" if quote else ids
+    if field_name == "failure_labels":
+        return ", ".join(value) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass
+class FieldRow:
+    item: str  # claim ordinal, or "answer"
+    name: str
+    a: object
+    b: object
+    gold: object
+    source: str
+    rationale: str
+    differs: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.item}-{self.name}"
+
+    @property
+    def default_choice(self) -> str:
+        return "" if self.source == gold.PENDING else "keep"
+
+    @property
+    def shown(self) -> dict:
+        return {
+            "a": show_value(self.name, self.a),
+            "b": show_value(self.name, self.b),
+            "gold": show_value(self.name, self.gold),
+        }
+
+    @property
+    def choices(self) -> list:
+        return FIELD_CHOICES.get(self.name, [])
+
+
+def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
+    """(fields a lead must look at, fields already agreed and shown collapsed)."""
+    open_ = [r for r in rows if r.differs or r.source == gold.ADJUDICATED]
+    return open_, [r for r in rows if r not in open_]
+
+
+@dataclass
+class ClaimAdjudication:
+    claim: Claim
+    citations: list[Citation]
+    fields: list[FieldRow]
+    quote_a: str
+    quote_b: str
+
+    @property
+    def split(self):
+        return split_fields(self.fields)
+
+
+@dataclass
+class AdjudicationScreen:
+    answer: Answer
+    question: str
+    segments: list[Segment]
+    claims: list[ClaimAdjudication]
+    answer_fields: list[FieldRow]
+    passages: list[PassageRow]
+    version: int
+    pending: int
+    history: list
+
+    @property
+    def answer_split(self):
+        return split_fields(self.answer_fields)
+
+    @property
+    def quote_marks(self) -> list[tuple[str, str]]:
+        """Both reviewers' quotes, to mark in the passages as A and B."""
+        marks = [(c.quote_a, "quote-a") for c in self.claims if c.quote_a]
+        return marks + [(c.quote_b, "quote-b") for c in self.claims if c.quote_b]
+
+
+def _side_values(pair, side: str, names) -> dict:
+    labels = pair.a if side == "a" else pair.b
+    values = {name: labels.get(name) for name in names}
+    if "evidence" in names:
+        values["evidence"] = {
+            "evidence_ids": sorted(labels.get("evidence_ids") or []),
+            "evidence_quote": labels.get("evidence_quote") or "",
+        }
+    return values
+
+
+def adjudication_screen(project: Project, task_number: int) -> AdjudicationScreen | None:
+    """One doubly-labelled answer for a lead to adjudicate, variant never loaded."""
+    answer = (
+        Answer.objects.filter(project=project, task_number=task_number)
+        .select_related("case")
+        .first()
+    )
+    if answer is None:
+        return None
+    answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=[answer.pk])
+    if not answer_pairs:
+        return None
+    claims = {
+        c.pk: c
+        for c in Claim.objects.filter(answer=answer).prefetch_related(
+            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
+        )
+    }
+
+    def rows(pair, item, names):
+        a, b = _side_values(pair, "a", names), _side_values(pair, "b", names)
+        return [
+            FieldRow(
+                item,
+                name,
+                a[name],
+                b[name],
+                pair.gold.get(name),
+                pair.source.get(name),
+                pair.rationale.get(name, ""),
+                pair.differs(name),
+            )
+            for name in names
+        ]
+
+    claim_rows = [
+        ClaimAdjudication(
+            claim=claims[p.claim_id],
+            citations=list(claims[p.claim_id].citations.all()),
+            fields=rows(p, str(p.ordinal), gold.CLAIM_FIELDS),
+            quote_a=p.a.get("evidence_quote") or "",
+            quote_b=p.b.get("evidence_quote") or "",
+        )
+        for p in claim_pairs
+    ]
+    retrieved = RetrievedPassage.objects.filter(answer=answer).select_related("passage")
+    passages = [
+        PassageRow(r.passage, r.rank, r.in_prompt, True) for r in retrieved.order_by("rank")
+    ]
+    shown = {p.passage.passage_id for p in passages}
+    for claim in claims.values():
+        for citation in claim.citations.all():
+            if citation.passage is not None and citation.passage.passage_id not in shown:
+                passages.append(PassageRow(citation.passage, None, False, False))
+                shown.add(citation.passage.passage_id)
+    lock = AdjudicationLock.objects.filter(answer=answer).first()
+    history = list(
+        Decision.objects.filter(answer=answer)
+        .select_related("decided_by", "claim")
+        .order_by("-decided_at", "-pk")[:50]
+    )
+    label_rows = [ClaimRow(c, None, list(c.citations.all())) for c in claims.values()]
+    answer_fields = rows(answer_pairs[0], "answer", gold.ANSWER_FIELDS)
+    all_fields = [f for c in claim_rows for f in c.fields] + answer_fields
+    return AdjudicationScreen(
+        answer=answer,
+        question=answer.case.question,
+        segments=segments(answer.text, label_rows),
+        claims=sorted(claim_rows, key=lambda c: c.claim.ordinal),
+        answer_fields=all_fields[len(all_fields) - len(gold.ANSWER_FIELDS) :],
+        passages=passages,
+        version=lock.version if lock else 0,
+        pending=sum(f.source == gold.PENDING for f in all_fields),
+        history=history,
     )

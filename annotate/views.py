@@ -8,11 +8,11 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import selectors, services
+from annotate import exports, gold, selectors, services
 from annotate.forms import AnswerLabelForm, ClaimLabelForm, SkipForm
 from annotate.models import (
     FAILURE_LABELS,
@@ -258,3 +258,99 @@ def _refused(request, project, number, exc: ServiceError):
         return HttpResponse(str(exc), status=409)
     messages.error(request, str(exc))
     return redirect(_task_url(project, number))
+
+
+# --- Adjudication (lead) -----------------------------------------------------------------------
+
+
+@project_view(Role.LEAD)
+def adjudication_queue(request, project, role):
+    queue = gold.adjudication_queue(project)
+    return render(
+        request,
+        "annotate/adjudication_queue.html",
+        {"project": project, "role": role, "queue": queue},
+    )
+
+
+def _parse_choice(row, request) -> tuple[bool, object]:
+    """The gold value the lead chose for one field: (changed, value)."""
+    choice = request.POST.get(f"f-{row.key}", "keep")
+    if choice == "a":
+        return True, row.a
+    if choice == "b":
+        return True, row.b
+    if choice == "other":
+        raw = request.POST.get(f"o-{row.key}", "")
+        if row.name == "relevance":
+            return True, int(raw) if raw.isdigit() else raw
+        if row.name == "requires_evidence":
+            return True, {"True": True, "False": False}.get(raw, raw)
+        return True, raw
+    return False, None
+
+
+@project_view(Role.LEAD)
+def adjudicate(request, project, role, number):
+    screen = selectors.adjudication_screen(project, number)
+    if screen is None:
+        raise Http404("Not found")
+    services.start_adjudication(answer=screen.answer, lead=request.user)
+    error, status = None, 200
+    if request.method == "POST":
+        decisions = []
+        rows = [
+            *[(c.claim, f) for c in screen.claims for f in c.fields],
+            *[(None, f) for f in screen.answer_fields],
+        ]
+        for claim, row in rows:
+            changed, value = _parse_choice(row, request)
+            if changed and (row.source == gold.PENDING or value != row.gold):
+                decisions.append(services.DecisionInput(claim=claim, field=row.name, value=value))
+        try:
+            services.adjudicate(
+                answer=screen.answer,
+                lead=request.user,
+                version=int(request.POST.get("version", -1)),
+                decisions=decisions,
+                rationale=request.POST.get("rationale", ""),
+            )
+        except ServiceError as exc:
+            error, status = str(exc), 409 if isinstance(exc, services.Conflict) else 400
+            screen = selectors.adjudication_screen(project, number)
+        else:
+            messages.success(request, f"Task {number}: {len(decisions)} decision(s) saved.")
+            queue = [d for d in gold.adjudication_queue(project) if d.answer.task_number != number]
+            if queue:
+                return redirect("adjudicate", slug=project.slug, number=queue[0].answer.task_number)
+            return redirect("adjudication_queue", slug=project.slug)
+    return render(
+        request,
+        "annotate/adjudicate.html",
+        {
+            "project": project,
+            "role": role,
+            "screen": screen,
+            "error": error,
+            "posted": _posted_choices(request) if error else {},
+            "rationale": request.POST.get("rationale", "") if error else "",
+        },
+        status=status,
+    )
+
+
+def _posted_choices(request) -> dict[str, str]:
+    """The lead's radio choices, keyed like FieldRow.key, to re-check them after a conflict."""
+    return {k[2:]: v for k, v in request.POST.items() if k.startswith("f-")}
+
+
+@project_view(Role.LEAD)
+def gold_download(request, project, role, fmt):
+    if fmt not in ("jsonl", "csv"):
+        raise Http404("Not found")
+    rows = exports.gold_rows(project)
+    body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
+    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
+    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-gold.{fmt}"'
+    return response

@@ -1,5 +1,7 @@
+import re
+
 from django import template
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 register = template.Library()
@@ -27,3 +29,36 @@ def field_error(errors, *parts, oob=False):
         "" if message else mark_safe(" hidden"),
         message,
     )
+
+
+def find_quote(text: str, quote: str) -> tuple[int, int] | None:
+    """Where a quote occurs in a passage, whitespace-normalised, or None."""
+    words = quote.split()
+    if not words:
+        return None
+    match = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return (match.start(), match.end()) if match else None
+
+
+@register.simple_tag
+def highlight(text: str, quotes):
+    """The passage text, escaped, with each (quote, css class) pair marked where it occurs.
+    Overlapping quotes are marked with both classes over the shared part."""
+    marks: list[tuple[int, int, str]] = []
+    for quote, css in quotes:
+        span = find_quote(text, quote or "")
+        if span:
+            marks.append((*span, css))
+    if not marks:
+        return text
+    cuts = sorted({0, len(text), *(m[0] for m in marks), *(m[1] for m in marks)})
+    pieces = []
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        classes = " ".join(css for s, e, css in marks if s <= start and end <= e)
+        piece = text[start:end]
+        pieces.append(
+            format_html('<mark class="{}">{}</mark>', classes, piece)
+            if classes
+            else conditional_escape(piece)
+        )
+    return mark_safe("".join(pieces))

@@ -1,0 +1,118 @@
+"""The lead's agreement report page, with JSON and CSV downloads of the same numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from annotate.models import Role
+from annotate.views import project_view
+from evaluation.agreement_report import agreement_report
+
+FIELD_TITLES = {
+    "support": "Support",
+    "severity": "Severity",
+    "requires_evidence": "Needs evidence",
+    "citation": "Citation verdict",
+    "relevance": "Relevance",
+    "abstention": "Abstention",
+}
+
+
+def _heat(confusion: dict) -> list[tuple[str, list[tuple[int, float]]]]:
+    """Rows of (A's label, cells), each cell with its share of the largest, for shading."""
+    matrix = confusion["matrix"]
+    top = max((v for row in matrix for v in row), default=0) or 1
+    return [
+        (label, [(v, v / top) for v in row])
+        for label, row in zip(confusion["labels"], matrix, strict=False)
+    ]
+
+
+def _rows(fields: dict) -> list[dict]:
+    rows = []
+    for name, title in FIELD_TITLES.items():
+        stats = fields[name]
+        raw = stats["raw_agreement"]
+        matches = None if raw is None else round(raw * stats["n"])
+        rows.append(
+            {
+                "name": name,
+                "title": title,
+                **stats,
+                "matches": matches,
+                "heat": _heat(stats["confusion"]),
+            }
+        )
+    return rows
+
+
+@project_view(Role.LEAD)
+def agreement(request, project, role):
+    report = agreement_report(project)
+    fmt = request.GET.get("format")
+    if fmt == "json":
+        response = HttpResponse(json.dumps(report, indent=2), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{project.slug}-agreement.json"'
+        return response
+    if fmt == "csv":
+        return _csv(project, report)
+    slices = [
+        {"name": name, "rows": _rows(fields), "evidence": fields["evidence"]}
+        for name, fields in report["slices"].items()
+    ]
+    pairs = [{"reviewers": p["reviewers"], "rows": _rows(p)} for p in report["pairs"]]
+    return render(
+        request,
+        "evaluation/agreement.html",
+        {"project": project, "role": role, "slices": slices, "pairs": pairs},
+    )
+
+
+def _csv(project, report) -> HttpResponse:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(
+        [
+            "scope",
+            "field",
+            "n",
+            "raw_agreement",
+            "kappa",
+            "ci95_low",
+            "ci95_high",
+            "weighting",
+            "top_label",
+            "top_label_share",
+            "kappa_undefined_reason",
+        ]
+    )
+    scopes = [(name, fields) for name, fields in report["slices"].items()]
+    scopes += [(" vs ".join(p["reviewers"]), p) for p in report["pairs"]]
+    for scope, fields in scopes:
+        for name in FIELD_TITLES:
+            s = fields[name]
+            ci = s["ci95"] or [None, None]
+            prevalence = s.get("prevalence") or {}
+            writer.writerow(
+                [
+                    scope,
+                    name,
+                    s["n"],
+                    s["raw_agreement"],
+                    s["kappa"],
+                    ci[0],
+                    ci[1],
+                    s["weighting"] or "",
+                    prevalence.get("label", ""),
+                    prevalence.get("share", ""),
+                    s["kappa_undefined_reason"] or "",
+                ]
+            )
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-agreement.csv"'
+    return response

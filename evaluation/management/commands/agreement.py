@@ -1,0 +1,62 @@
+import json as jsonlib
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.models import Project
+from evaluation.agreement_report import agreement_report
+
+
+def _rate(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+class Command(BaseCommand):
+    help = "Inter-reviewer agreement per field, slice and reviewer pair."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument("--json", action="store_true", help="print the JSON report")
+        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
+    def handle(self, *args, project, json: bool, seed: int, **options):
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            raise CommandError(f"No project '{project}'.")
+        report = agreement_report(found, seed=seed)
+        if json:
+            self.stdout.write(_dumps(report))
+            return
+        for slice_name, fields in report["slices"].items():
+            self.stdout.write(f"\n{slice_name}")
+            header = f"  {'field':<18}{'n':>6}{'raw':>8}{'kappa':>8}  {'95% CI':<18}weighting"
+            self.stdout.write(header)
+            for name, stats in fields.items():
+                if name == "evidence":
+                    overlap = _rate(stats["mean_jaccard"])
+                    self.stdout.write(
+                        f"  {'evidence overlap':<18}{stats['n']:>6}{overlap:>8}"
+                        "  (mean Jaccard of the chosen passages)"
+                    )
+                    continue
+                ci = stats["ci95"]
+                interval = f"[{_rate(ci[0])}, {_rate(ci[1])}]" if ci else "—"
+                kappa = _rate(stats["kappa"])
+                if stats["kappa"] is None and stats["kappa_undefined_reason"]:
+                    kappa = "undef."
+                self.stdout.write(
+                    f"  {name:<18}{stats['n']:>6}{_rate(stats['raw_agreement']):>8}{kappa:>8}"
+                    f"  {interval:<18}{stats['weighting'] or 'none'}"
+                )
+        small = [
+            f"{s}/{f}" for s, fields in report["slices"].items()
+            for f, st in fields.items() if st.get("small_sample")
+        ]
+        if small:
+            self.stdout.write(
+                f"\nSmall samples (n < 30; with n = 10 one item moves raw agreement by 10 points): "
+                f"{', '.join(small)}"
+            )
+
+
+def _dumps(report) -> str:
+    return jsonlib.dumps(report, indent=2, ensure_ascii=False)

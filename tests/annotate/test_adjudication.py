@@ -1,0 +1,217 @@
+"""Agreement, adjudication and gold, on the demo project with its two reviewers' labels."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotate import gold
+from annotate.exports import GOLD_CSV_COLUMNS, gold_rows, jsonl
+from annotate.models import Answer, Assignment, Decision, Project
+from annotate.services import (
+    Conflict,
+    DecisionInput,
+    ServiceError,
+    add_member,
+    adjudicate,
+    import_labels,
+    open_labelling,
+    reopen_task,
+    start_adjudication,
+)
+from tests.conftest import FIXTURES, PASSWORD, import_fixture
+
+
+@pytest.fixture
+def demo(db, lead, outsider) -> Project:
+    project = import_fixture("demo.jsonl", "demo")
+    for name in ("alice", "bob"):
+        add_member(project=project, username=name, role="reviewer", password=PASSWORD)
+    add_member(project=project, username=lead.username, role="lead")
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    return project
+
+
+def first_disagreement(project, field_name="support"):
+    _, claim_pairs = gold.pairs_for_project(project)
+    return next(p for p in claim_pairs if p.source[field_name] == gold.PENDING)
+
+
+def test_agreed_fields_are_gold_and_disagreements_wait_for_a_lead(demo):
+    answer_pairs, claim_pairs = gold.pairs_for_project(demo)
+    assert len(answer_pairs) == 40 and len(claim_pairs) == 61
+    agreed = [p for p in claim_pairs if p.source["support"] == gold.AGREED]
+    pending = [p for p in claim_pairs if p.source["support"] == gold.PENDING]
+    assert len(agreed) == 55 and len(pending) == 6
+    assert all(p.gold["support"] == p.a["support"] == p.b["support"] for p in agreed)
+    assert all(p.gold["support"] is None for p in pending)
+
+
+def test_queue_puts_the_most_serious_disagreements_first(demo):
+    queue = gold.adjudication_queue(demo)
+    scores = [item.score for item in queue]
+    assert scores == sorted(scores, reverse=True)
+    assert {"support", "abstention"} <= set(queue[0].fields)
+    relevance_only = [item for item in queue if item.fields == ["relevance"]]
+    assert relevance_only and all(item.score < queue[0].score for item in relevance_only)
+
+
+def test_a_decision_makes_the_field_adjudicated_with_its_rationale(demo, lead):
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    claim = answer.claims.get(pk=pair.claim_id)
+    adjudicate(
+        answer=answer, lead=lead, version=0,
+        decisions=[DecisionInput(claim=claim, field="support", value="insufficient_evidence")],
+        rationale="The note never states a rate.",
+    )
+    _, claim_pairs = gold.pairs_for_project(demo, answer_ids=[answer.pk])
+    decided = next(p for p in claim_pairs if p.claim_id == claim.pk)
+    assert decided.source["support"] == gold.ADJUDICATED
+    assert decided.gold["support"] == "insufficient_evidence"
+    assert decided.rationale["support"] == "The note never states a rate."
+    assert Decision.objects.get().decided_by == lead
+
+
+def test_second_lead_saving_the_same_item_gets_a_conflict_and_nothing_is_lost(demo, lead):
+    other_lead = add_member(project=demo, username="lou", role="lead").user
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    claim = answer.claims.get(pk=pair.claim_id)
+    seen_version = start_adjudication(answer=answer, lead=lead).version
+    adjudicate(answer=answer, lead=lead, version=seen_version, rationale="first",
+               decisions=[DecisionInput(claim=claim, field="support", value="supported")])
+    with pytest.raises(Conflict):
+        adjudicate(answer=answer, lead=other_lead, version=seen_version, rationale="second",
+                   decisions=[DecisionInput(claim=claim, field="support", value="contradicted")])
+    assert list(Decision.objects.values_list("value", flat=True)) == ["supported"]
+
+
+def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    claim = answer.claims.get(pk=pair.claim_id)
+    with pytest.raises(ServiceError, match="not a valid support"):
+        adjudicate(answer=answer, lead=lead, version=0, rationale="x",
+                   decisions=[DecisionInput(claim=claim, field="support", value="maybe")])
+    with pytest.raises(ServiceError, match="rationale"):
+        adjudicate(answer=answer, lead=lead, version=0, rationale=" ",
+                   decisions=[DecisionInput(claim=claim, field="support", value="supported")])
+    assert not Decision.objects.exists()
+
+
+def test_reviewers_cannot_reopen_once_adjudication_started(demo, lead):
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    start_adjudication(answer=answer, lead=lead)
+    assignment = Assignment.objects.filter(answer=answer).first()
+    with pytest.raises(ServiceError, match="adjudicating"):
+        reopen_task(assignment=assignment)
+
+
+def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    item = gold.adjudication_queue(demo)[0]
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    page = client.get(url).content.decode()
+    assert "baseline" not in page and "verifier" not in page
+    assert item.answer.answer_id not in page
+    assert 'class="quote-a"' in page or 'class="quote-b"' in page or "◆" in page
+    pair = next(p for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+                if p.source["support"] == gold.PENDING)
+    response = client.post(url, {
+        "version": "0", f"f-{pair.ordinal}-support": "b", "rationale": "B read the note right.",
+    })
+    assert response.status_code == 302
+    assert Decision.objects.get().value == pair.b["support"]
+
+
+def test_adjudication_conflict_on_the_page_keeps_the_second_leads_choices(client, demo, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    item = gold.adjudication_queue(demo)[0]
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    client.get(url)
+    pair = next(p for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+                if p.source["support"] == gold.PENDING)
+    key = f"f-{pair.ordinal}-support"
+    client.post(url, {"version": "0", key: "a", "rationale": "first lead"})
+    response = client.post(url, {"version": "0", key: "b", "rationale": "my reasons"})
+    assert response.status_code == 409
+    page = response.content.decode()
+    assert "Another lead saved this item" in page
+    assert "my reasons" in page
+    assert f'name="{key}" value="b" checked' in page
+
+
+def test_agreement_command_json_has_the_spec_shape(demo):
+    out = io.StringIO()
+    call_command("agreement", "--project", demo.slug, "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["project"] == "demo"
+    assert set(report["slices"]) == {"all", "answerable", "unanswerable", "adversarial"}
+    support = report["slices"]["all"]["support"]
+    assert support["n"] == 61 and support["weighting"] is None
+    assert support["confusion"]["labels"] == ["supported", "contradicted", "insufficient_evidence"]
+    assert sum(map(sum, support["confusion"]["matrix"])) == 61
+    assert round(support["raw_agreement"], 4) == round(55 / 61, 4)
+    assert report["slices"]["all"]["severity"]["weighting"] == "linear"
+    assert report["pairs"][0]["reviewers"] == ["alice", "bob"]
+
+
+def test_gold_export_is_byte_identical_until_something_changes(demo, lead):
+    first = "".join(jsonl(gold_rows(demo)))
+    assert first == "".join(jsonl(gold_rows(demo)))
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(answer=answer, lead=lead, version=0, rationale="r",
+               decisions=[DecisionInput(claim=answer.claims.get(pk=pair.claim_id),
+                                        field="support", value="supported")])
+    assert "".join(jsonl(gold_rows(demo))) != first
+
+
+def test_gold_rows_carry_provenance_and_tool_field_names(demo):
+    rows = list(gold_rows(demo))
+    claims = [r for r in rows if r["item"] == "claim"]
+    answers = [r for r in rows if r["item"] == "answer"]
+    assert len(claims) == 61 and len(answers) == 40
+    row = next(r for r in claims if r["answer_id"] == "a2-deadline/baseline" and r["claim_index"] == 1)
+    assert row["label"] == 0 and row["gold"]["support"] == "contradicted"
+    assert row["gold_source"]["support"] == "agreed"
+    assert row["user_input"].startswith("When is Assignment 2 due")
+    assert row["reviewer_a"]["reviewer"] in {"R1", "R2"} and "alice" not in json.dumps(row)
+    assert row["judge_split"] in {"judge_dev", "judge_test"}
+    assert {"retrieved_contexts", "retrieved_context_ids", "doc", "claim", "response",
+            "export_id", "as_of", "schema_version", "content_hash", "human_kappa"} <= set(row)
+    by_case: dict[str, set[str]] = {}
+    for r in rows:
+        by_case.setdefault(r["case_id"], set()).add(r["judge_split"])
+    assert all(len(sides) == 1 for sides in by_case.values())
+
+
+def test_gold_csv_has_one_line_per_row_and_the_documented_columns(demo, tmp_path):
+    path = tmp_path / "gold.csv"
+    call_command("export_gold", "--project", demo.slug, "--format", "csv", "--output", str(path))
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == GOLD_CSV_COLUMNS
+        assert sum(1 for _ in reader) == 101
+
+
+def test_gold_download_streams_for_leads_only(client, demo, lead, outsider):
+    url = reverse("gold_download", kwargs={"slug": demo.slug, "fmt": "jsonl"})
+    client.login(username=outsider.username, password=PASSWORD)
+    assert client.get(url).status_code == 404
+    client.login(username="alice", password=PASSWORD)
+    assert client.get(url).status_code == 404
+    client.login(username=lead.username, password=PASSWORD)
+    response = client.get(url)
+    assert response.status_code == 200 and response.streaming
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert len(lines) == 101 and json.loads(lines[0])["project"] == "demo"
