@@ -21,6 +21,13 @@ PASSWORD = "correct horse battery"
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Logins dominate the access-matrix tests with the production hasher; tests need no
+    password security."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def import_fixture(name: str, slug: str, **kwargs) -> Project:
     from annotate.services import import_bundle
 
@@ -91,7 +98,9 @@ def pytest_collection_modifyitems(config, items):
     on_postgres = connection.vendor == "postgresql"
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
-            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL (runs in the PostgreSQL leg)"))
+            item.add_marker(
+                pytest.mark.skip(reason="needs PostgreSQL (runs in the PostgreSQL leg)")
+            )
 
 
 @pytest.fixture(scope="session")
@@ -110,9 +119,14 @@ def browser():
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
             ],
         )
         yield chromium

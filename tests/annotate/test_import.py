@@ -75,59 +75,133 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
     import_bundle(lines=SMALL, project_slug="t")
     missing = Citation.objects.get(cited_id="notes-99")
     assert missing.passage is None and not missing.resolved
-    assert Citation.objects.get(cited_id="notes-17", claim__answer__answer_id="a2-deadline/baseline").resolved
+    assert Citation.objects.get(
+        cited_id="notes-17", claim__answer__answer_id="a2-deadline/baseline"
+    ).resolved
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "edit, line, message",
     [
-        ({17: {"type": "passage", "passage_id": "notes-17", "text": "again"}}, 17,
-         "duplicate passage_id 'notes-17' (first on line 3)"),
+        (
+            {17: {"type": "passage", "passage_id": "notes-17", "text": "again"}},
+            17,
+            "duplicate passage_id 'notes-17' (first on line 3)",
+        ),
         ({6: {"evidence": []}}, 6, "an answerable case needs at least one 'evidence' entry"),
-        ({6: {"evidence": [{"passage_id": "notes-17", "quote": "no penalty at all"}]}}, 6,
-         "evidence[0]: quote 'no penalty at all' does not occur in passage 'notes-17'"),
-        ({6: {"evidence": [{"passage_id": "nope", "quote": "x"}]}}, 6,
-         "evidence[0]: unknown passage_id 'nope'"),
+        (
+            {6: {"evidence": [{"passage_id": "notes-17", "quote": "no penalty at all"}]}},
+            6,
+            "evidence[0]: quote 'no penalty at all' does not occur in passage 'notes-17'",
+        ),
+        (
+            {6: {"evidence": [{"passage_id": "nope", "quote": "x"}]}},
+            6,
+            "evidence[0]: unknown passage_id 'nope'",
+        ),
         ({6: {"required_facts": []}}, 6, "'required_facts' needs at least 1 item(s)"),
         ({6: {"answerable": "yes"}}, 6, "'answerable' must be true or false, got a string"),
         ({6: {"split": "test"}}, 6, "'split' must be one of dev, heldout, got 'test'"),
-        ({6: {"corpus_version": "v2"}}, 6,
-         "case corpus_version 'v2' does not match the bundle's 'course-notes-v1'"),
+        (
+            {6: {"corpus_version": "v2"}},
+            6,
+            "case corpus_version 'v2' does not match the bundle's 'course-notes-v1'",
+        ),
         ({9: {"case_id": "nope"}}, 9, "unknown case_id 'nope'"),
-        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 0, "in_prompt": True}]}}, 9,
-         "retrieved[0]: 'rank' must be ≥ 1, got 0"),
-        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 1}, {"passage_id": "notes-18", "rank": 1}]}},
-         9, "retrieved[1]: rank 1 appears twice in this answer's ranking"),
-        ({9: {"retrieved": [{"passage_id": "notes-17", "rank": 1}, {"passage_id": "notes-17", "rank": 2}]}},
-         9, "retrieved[1]: passage 'notes-17' appears twice in this answer's ranking"),
-        ({9: {"retrieved": [{"passage_id": "ghost", "rank": 1}]}}, 9,
-         "retrieved[0]: unknown passage_id 'ghost'"),
-        ({9: {"claims": [{"text": "x", "start": 0, "end": 500, "citations": []}]}}, 9,
-         "claims[0]: span [0, 500) lies outside the answer text (80 characters)"),
-        ({9: {"claims": [{"text": "x", "start": 10, "end": 5, "citations": []}]}}, 9,
-         "claims[0]: span [10, 5) is empty or reversed"),
-        ({9: {"claims": [{"text": "x", "start": 0, "end": 20}, {"text": "y", "start": 10, "end": 30}]}},
-         9, "claims[1]: span [10, 30) overlaps or precedes the previous claim (which ends at 20); "
-         "claims must be in order and not overlap"),
+        (
+            {9: {"retrieved": [{"passage_id": "notes-17", "rank": 0, "in_prompt": True}]}},
+            9,
+            "retrieved[0]: 'rank' must be ≥ 1, got 0",
+        ),
+        (
+            {
+                9: {
+                    "retrieved": [
+                        {"passage_id": "notes-17", "rank": 1},
+                        {"passage_id": "notes-18", "rank": 1},
+                    ]
+                }
+            },
+            9,
+            "retrieved[1]: rank 1 appears twice in this answer's ranking",
+        ),
+        (
+            {
+                9: {
+                    "retrieved": [
+                        {"passage_id": "notes-17", "rank": 1},
+                        {"passage_id": "notes-17", "rank": 2},
+                    ]
+                }
+            },
+            9,
+            "retrieved[1]: passage 'notes-17' appears twice in this answer's ranking",
+        ),
+        (
+            {9: {"retrieved": [{"passage_id": "ghost", "rank": 1}]}},
+            9,
+            "retrieved[0]: unknown passage_id 'ghost'",
+        ),
+        (
+            {9: {"claims": [{"text": "x", "start": 0, "end": 500, "citations": []}]}},
+            9,
+            "claims[0]: span [0, 500) lies outside the answer text (80 characters)",
+        ),
+        (
+            {9: {"claims": [{"text": "x", "start": 10, "end": 5, "citations": []}]}},
+            9,
+            "claims[0]: span [10, 5) is empty or reversed",
+        ),
+        (
+            {
+                9: {
+                    "claims": [
+                        {"text": "x", "start": 0, "end": 20},
+                        {"text": "y", "start": 10, "end": 30},
+                    ]
+                }
+            },
+            9,
+            "claims[1]: span [10, 30) overlaps or precedes the previous claim (which ends at 20); "
+            "claims must be in order and not overlap",
+        ),
         ({9: {"sample": -1}}, 9, "'sample' must be ≥ 0, got -1"),
         ({9: {"elapsed_ms": "fast"}}, 9, "'elapsed_ms' must be a number, got a string"),
-        ({10: {"answer_id": "a2-deadline/baseline"}}, 10,
-         "duplicate answer_id 'a2-deadline/baseline' (first on line 9)"),
-        ({10: {"variant": "baseline"}}, 10,
-         "case 'a2-deadline', variant 'baseline', sample 0 already answered on line 9"),
+        (
+            {10: {"answer_id": "a2-deadline/baseline"}},
+            10,
+            "duplicate answer_id 'a2-deadline/baseline' (first on line 9)",
+        ),
+        (
+            {10: {"variant": "baseline"}},
+            10,
+            "case 'a2-deadline', variant 'baseline', sample 0 already answered on line 9",
+        ),
         ({13: {"grade": -1}}, 13, "'grade' must be ≥ 0, got -1"),
         ({13: {"passage_id": "ghost"}}, 13, "unknown passage_id 'ghost'"),
-        ({14: {"passage_id": "notes-17"}}, 14,
-         "duplicate judgment for case 'a2-deadline' and passage 'notes-17' (first on line 13)"),
-        ({3: {"colour": "blue"}}, 3,
-         "unknown field 'colour' in passage (allowed: document, location, passage_id, text, title)"),
+        (
+            {14: {"passage_id": "notes-17"}},
+            14,
+            "duplicate judgment for case 'a2-deadline' and passage 'notes-17' (first on line 13)",
+        ),
+        (
+            {3: {"colour": "blue"}},
+            3,
+            "unknown field 'colour' in passage (allowed: document, location, passage_id, text, title)",
+        ),
         ({3: {"text": DROP}}, 3, "missing required field 'text'"),
-        ({17: "{not json"}, 17,
-         "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        (
+            {17: "{not json"},
+            17,
+            "not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+        ),
         ({17: "[1, 2]"}, 17, "expected a JSON object, got a list"),
-        ({17: '{"type": "chunk"}'}, 17,
-         "type 'chunk': each line needs a type, one of answer, bundle, case, judgment, passage, variant"),
+        (
+            {17: '{"type": "chunk"}'},
+            17,
+            "type 'chunk': each line needs a type, one of answer, bundle, case, judgment, passage, variant",
+        ),
     ],
 )
 def test_each_rule_rejects_bad_input_with_its_line_and_writes_nothing(edit, line, message):
@@ -145,7 +219,9 @@ def test_several_defects_are_all_reported_at_once_in_line_order():
             16: {"grade": "high"},
             17: "this is not json",
         },
-        extra=[{"type": "answer", "answer_id": "x", "case_id": "ghost", "variant": "v", "text": "t"}],
+        extra=[
+            {"type": "answer", "answer_id": "x", "case_id": "ghost", "variant": "v", "text": "t"}
+        ],
     )
     assert errors_for(bad) == [
         "line 3: missing required field 'text'",

@@ -17,7 +17,9 @@ def refused(create) -> bool:
 
 @pytest.mark.django_db
 def test_ids_are_unique_within_a_project_but_not_across_projects(small_project):
-    assert refused(lambda: Passage.objects.create(project=small_project, passage_id="notes-17", text="x"))
+    assert refused(
+        lambda: Passage.objects.create(project=small_project, passage_id="notes-17", text="x")
+    )
     from tests.conftest import import_fixture
 
     other = import_fixture("small.jsonl", "other")
@@ -53,7 +55,11 @@ def test_one_answer_per_case_variant_and_sample(small_project):
     answer = Answer.objects.get(answer_id="a2-deadline/baseline")
     assert refused(
         lambda: Answer.objects.create(
-            project=small_project, case=answer.case, variant=answer.variant,
-            answer_id="other", text="x", sample=0,
+            project=small_project,
+            case=answer.case,
+            variant=answer.variant,
+            answer_id="other",
+            text="x",
+            sample=0,
         )
     )

@@ -1,0 +1,209 @@
+"""Who reaches what, and what a reviewer can never see.
+
+The access matrix runs every project URL as reviewer A, reviewer B, the lead, an outsider and
+an anonymous visitor. The blinding crawl logs in as a reviewer who tries: it follows every
+link and form it can reach, guesses every task number and every lead URL, and asserts that no
+response carries a variant name, a model, an answer id, another reviewer's name or notes, or
+a judge's output."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlparse
+
+import pytest
+from django.urls import NoReverseMatch, reverse
+
+from annotate.models import Answer, Assignment
+from annotate.services import (
+    add_member,
+    import_labels,
+    next_task,
+    open_labelling,
+    save_claim_label,
+)
+from tests.conftest import FIXTURES, PASSWORD, import_fixture
+
+LEAD_PAGES = [
+    "project_setup", "project_upload", "members", "guidelines", "boundaries", "agreement",
+    "adjudication_queue", "evaluation", "judges",
+]
+REVIEWER_PAGES = ["my_tasks", "queue_empty"]
+
+
+@pytest.fixture
+def demo(db, reviewer_a, reviewer_b, lead, outsider):
+    project = import_fixture("demo.jsonl", "demo")
+    for person, role in ((reviewer_a, "reviewer"), (reviewer_b, "reviewer"), (lead, "lead")):
+        add_member(project=project, username=person.username, role=role)
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    _import_demo_judge_run(project)
+    return project
+
+
+def _import_demo_judge_run(project) -> None:
+    """The judge run, when that feature is installed: its output must not reach reviewers."""
+    path = FIXTURES / "demo_judge_run.jsonl"
+    try:
+        from evaluation.judges import import_judge_run
+    except ImportError:
+        return
+    if path.exists():
+        with open(path, "rb") as stream:
+            import_judge_run(lines=stream, project=project)
+
+
+def _url(name, project, **kwargs):
+    try:
+        return reverse(name, kwargs={"slug": project.slug, **kwargs})
+    except NoReverseMatch:
+        return None
+
+
+def _status(client, user, url):
+    client.logout()
+    if user is not None:
+        client.login(username=user.username, password=PASSWORD)
+    return client.get(url).status_code
+
+
+@pytest.mark.django_db
+def test_access_matrix(client, demo, reviewer_a, reviewer_b, lead, outsider):
+    task = next_task(project=demo, reviewer=reviewer_a)
+    task_url = _url("task", demo, number=task.answer.task_number)
+    people = {"reviewer_a": reviewer_a, "reviewer_b": reviewer_b, "lead": lead,
+              "outsider": outsider}
+    expected: dict[str, dict[str, int]] = {}
+    for name in LEAD_PAGES:
+        url = _url(name, demo)
+        if url:
+            expected[url] = {"reviewer_a": 404, "reviewer_b": 404, "lead": 200, "outsider": 404}
+    for name in REVIEWER_PAGES:
+        expected[_url(name, demo)] = {"reviewer_a": 200, "reviewer_b": 200, "lead": 404,
+                                      "outsider": 404}
+    expected[_url("project", demo)] = {"reviewer_a": 200, "reviewer_b": 200, "lead": 302,
+                                       "outsider": 404}
+    expected[task_url] = {"reviewer_a": 200, "reviewer_b": 404, "lead": 404, "outsider": 404}
+    expected[_url("gold_download", demo, fmt="jsonl")] = {
+        "reviewer_a": 404, "reviewer_b": 404, "lead": 200, "outsider": 404}
+    for url, by_person in expected.items():
+        for who, status in by_person.items():
+            assert _status(client, people[who], url) == status, (url, who)
+        assert _status(client, None, url) == 302, (url, "anonymous")  # to the login page
+
+
+@pytest.mark.django_db
+def test_a_missing_project_and_a_forbidden_one_look_the_same(client, demo, outsider):
+    client.login(username=outsider.username, password=PASSWORD)
+    forbidden = client.get(_url("project", demo))
+    missing = client.get("/p/no-such-project/")
+    assert forbidden.status_code == missing.status_code == 404
+    token = re.compile(rb'("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]+"')
+    assert token.sub(b"", forbidden.content) == token.sub(b"", missing.content)
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("href", "hx-get", "src"):
+            if attrs.get(key):
+                self.links.append(attrs[key])
+        if tag == "form" and (attrs.get("method") or "get").lower() == "get":
+            self.links.append(attrs.get("action") or "")
+
+
+def _secrets(project, reviewer) -> list[str]:
+    """Strings the reviewer must never receive."""
+    secrets = {"baseline", "verifier"}
+    secrets |= set(project.variants.values_list("name", flat=True))
+    secrets |= {m for m in project.variants.values_list("model", flat=True) if m}
+    secrets |= set(Answer.objects.filter(project=project).values_list("answer_id", flat=True))
+    others = project.memberships.exclude(user=reviewer).values_list("user__username", flat=True)
+    secrets |= set(others)
+    with open(FIXTURES / "demo_labels.jsonl") as f:
+        rows = [json.loads(line) for line in f]
+    mine = {c["note"] for r in rows if r["reviewer"] == reviewer.username for c in r["claims"]}
+    mine |= {r["note"] for r in rows if r["reviewer"] == reviewer.username}
+    for row in rows:
+        if row["reviewer"] != reviewer.username:
+            secrets |= {row["note"]} | {c["note"] for c in row["claims"]}
+    secrets -= mine
+    judge = FIXTURES / "demo_judge_run.jsonl"
+    if judge.exists():
+        with open(judge) as f:
+            header = json.loads(f.readline())
+        secrets |= {header.get("judge"), header.get("model"), header.get("prompt", "")[:40]}
+    return sorted(s for s in secrets if s and len(s) > 2)
+
+
+def _leaks(body: str, secrets: list[str]) -> list[str]:
+    """Each secret found, with the text around it so a failure shows where it leaked."""
+    found = []
+    for secret in secrets:
+        match = re.search(r"(?<![\w-])" + re.escape(secret) + r"(?![\w-])", body)
+        if match:
+            found.append(f"{secret!r} in …{body[max(0, match.start() - 80):match.end() + 40]}…")
+    return found
+
+
+@pytest.mark.django_db
+def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_reviewer(
+    client, demo, reviewer_a
+):
+    # alice has submitted labels (imported) and a task in progress with a draft
+    task = next_task(project=demo, reviewer=reviewer_a)
+    save_claim_label(assignment=task, claim=task.answer.claims.first(),
+                     data={"support": "supported", "note": "draft in progress"})
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    secrets = _secrets(demo, reviewer_a)
+    assert "verifier" in secrets and "bob" in secrets
+
+    start = ["/", _url("project", demo)]
+    start += [_url("task", demo, number=n) for n in range(1, 62)]  # guessing task numbers
+    start += [u for name in LEAD_PAGES if (u := _url(name, demo))]
+    start += [_url("gold_download", demo, fmt="jsonl"), "/admin/", "/admin/annotate/answer/",
+              "/p/demo/claims/1/", "/p/demo/adjudicate/1/"]
+    seen, queue, visited = set(), list(start), 0
+    while queue and visited < 400:
+        url = queue.pop(0)
+        path = urlparse(url).path
+        if not path or path in seen or path.startswith(("/static/", "/logout")):
+            continue
+        seen.add(path)
+        response = client.get(url)
+        visited += 1
+        body = (b"".join(response.streaming_content) if response.streaming
+                else response.content).decode("utf-8", "replace")
+        assert not _leaks(body, secrets), (url, _leaks(body, secrets))
+        assert response.status_code in (200, 302, 404), (url, response.status_code)
+        if response.status_code == 302:
+            queue.append(response["Location"])
+        parser = _Links()
+        parser.feed(body)
+        queue += [urljoin(url, link) for link in parser.links
+                  if link and not link.startswith(("http", "#", "mailto:"))]
+    assert visited > 20
+
+    # and the error responses of the write endpoints do not leak either
+    mine = Assignment.objects.filter(reviewer=reviewer_a).values("answer_id")
+    foreign = Answer.objects.filter(project=demo).exclude(pk__in=mine).first()
+    for name, extra in (("save_claim", {"index": 0}), ("save_answer", {}), ("submit", {}),
+                        ("skip", {}), ("reopen", {})):
+        response = client.post(_url(name, demo, number=foreign.task_number, **extra), {})
+        assert response.status_code == 404
+        assert not _leaks(response.content.decode(), secrets)
+
+
+@pytest.mark.django_db
+def test_a_reviewer_never_reaches_the_admin(client, demo, reviewer_a):
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    response = client.get("/admin/annotate/variant/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
