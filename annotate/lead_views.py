@@ -1,16 +1,555 @@
-"""Lead pages: project set-up, members, guidelines, claim boundaries, opening labelling.
-(Placeholder views; the set-up pages replace them.)"""
+"""Lead pages: project set-up, bundle upload, members, guidelines, claim boundaries and
+opening labelling. Thin views: a form parses the request, one service decides, the page
+renders; an htmx request gets a named partial of the same template.
 
-from django.http import HttpResponse
+The read helpers at the bottom (dashboard counts, the boundary list, the editor's segments)
+are selectors in all but file name: this module's brief kept selectors.py out of reach.
+"""
 
-from annotate.models import Role
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import Http404, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotate import boundaries as boundary_services
+from annotate import services
+from annotate.bundles import BundleInvalid
+from annotate.lead_forms import (
+    BOUNDARY_FORMS,
+    AddMemberForm,
+    GuidelinesForm,
+    MemberForm,
+    NewProjectForm,
+    UploadForm,
+)
+from annotate.models import Answer, Assignment, Claim, Membership, Project, Role
+from annotate.services import ServiceError
 from annotate.views import project_view
+
+ANSWERS_PER_PAGE = 50
+SKIPS_SHOWN = 200
+
+
+def _render(request, template: str, context: dict, *, partial: str | None = None, status=200):
+    """The page, or for htmx its named partial (htmx swaps only 2xx responses)."""
+    if request.htmx and partial:
+        return render(request, f"{template}#{partial}", context)
+    return render(request, template, context, status=status)
+
+
+def _go(request, url: str):
+    """Redirect after a successful POST; htmx is told to navigate instead of swapping."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+def _posted(request) -> tuple:
+    """Form data for a POST (even an empty one, which must still be validated), else none."""
+    if request.method == "POST":
+        return request.POST, request.FILES
+    return None, None
+
+
+def _setup_url(project: Project) -> str:
+    return reverse("project_setup", kwargs={"slug": project.slug})
+
+
+# --- Set-up dashboard ------------------------------------------------------------------------
+
+
+@require_GET
+@project_view(Role.LEAD)
+def project_setup(request, project, role):
+    summary = setup_summary(project)
+    return render(
+        request,
+        "annotate/lead/setup.html",
+        {"project": project, "role": role, "s": summary, "current": "setup"},
+    )
+
+
+@require_POST
+@project_view(Role.LEAD)
+def open_project(request, project, role):
+    try:
+        project = services.open_labelling(project=project)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        queued = project.answers.filter(task_number__isnull=False).count()
+        messages.success(request, f"Open for labelling: {queued} answers in the queue")
+    return _go(request, _setup_url(project))
+
+
+# --- Bundles ---------------------------------------------------------------------------------
+
+
+@login_required
+def project_new(request):
+    form = NewProjectForm(*_posted(request))
+    bundle_errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = boundary_services.import_new_project(
+                lines=data["file"], slug=data["slug"], name=data["name"] or None, user=request.user
+            )
+        except BundleInvalid as exc:
+            bundle_errors = [str(error) for error in exc.errors]
+        except ServiceError as exc:
+            form.add_error("slug", str(exc))
+        else:
+            verb = "created" if result.created_project else "updated"
+            messages.success(request, f"Project {verb}. Imported {result.summary()}.")
+            _note_proposed(request, result)
+            return _go(request, _setup_url(result.project))
+    context = {"form": form, "bundle_errors": bundle_errors}
+    status = 400 if request.method == "POST" else 200
+    return _render(
+        request, "annotate/lead/project_new.html", context, partial="upload-form", status=status
+    )
 
 
 @project_view(Role.LEAD)
-def project_setup(request, project, role):
-    return HttpResponse(f"{project.name}: set-up")
+def project_upload(request, project, role):
+    form = UploadForm(*_posted(request))
+    bundle_errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            result = services.import_bundle(
+                lines=form.cleaned_data["file"],
+                project_slug=project.slug,
+                replace=form.cleaned_data["replace"],
+            )
+        except BundleInvalid as exc:
+            bundle_errors = [str(error) for error in exc.errors]
+        else:
+            messages.success(request, f"Imported {result.summary()}.")
+            _note_proposed(request, result)
+            return _go(request, _setup_url(project))
+    context = {
+        "project": project,
+        "role": role,
+        "form": form,
+        "bundle_errors": bundle_errors,
+        "current": "upload",
+    }
+    status = 400 if request.method == "POST" else 200
+    return _render(
+        request, "annotate/lead/upload.html", context, partial="upload-form", status=status
+    )
 
 
-project_new = members = guidelines = boundaries = project_upload = open_project = project_setup
-boundary_edit = project_setup
+def _note_proposed(request, result) -> None:
+    if result.proposed_claims:
+        messages.info(
+            request,
+            f"{result.proposed_claims} claims were proposed sentence by sentence: review their "
+            "boundaries before opening labelling.",
+        )
+
+
+# --- Members ---------------------------------------------------------------------------------
+
+
+@project_view(Role.LEAD)
+def members(request, project, role):
+    if request.method != "POST":
+        return _members_page(request, project, role, AddMemberForm())
+    action = request.POST.get("action")
+    if action in ("role", "remove"):
+        return _change_member(request, project, role, action)
+    if action != "add":
+        return HttpResponseBadRequest("Unknown action.")
+    form = AddMemberForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            boundary_services.add_project_member(
+                project=project,
+                username=data["username"],
+                role=data["role"],
+                password=data["password"] or None,
+            )
+        except boundary_services.MemberError as exc:
+            form.add_error(exc.field, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request, f"{data['username']} is now a {data['role']} of this project."
+            )
+            return _after_member_change(request, project, role)
+    return _members_page(request, project, role, form, status=400)
+
+
+def _members_page(request, project, role, add_form, status=200):
+    context = {
+        "project": project,
+        "role": role,
+        "add_form": add_form,
+        "memberships": project.memberships.select_related("user").order_by(
+            "role", "user__username"
+        ),
+        "roles": Role.choices,
+        "current": "members",
+    }
+    return _render(
+        request, "annotate/lead/members.html", context, partial="members-panel", status=status
+    )
+
+
+def _change_member(request, project, role, action: str):
+    form = MemberForm(request.POST)
+    membership = None
+    if form.is_valid():
+        membership = (
+            Membership.objects.filter(project=project, pk=form.cleaned_data["member"])
+            .select_related("user", "project")
+            .first()
+        )
+    if membership is None:
+        messages.error(request, "That person is no longer a member: the page was out of date.")
+        return _after_member_change(request, project, role)
+    name = membership.user.get_username()
+    try:
+        if action == "remove":
+            boundary_services.remove_member(membership=membership)
+            messages.success(request, f"{name} was removed from the project.")
+        else:
+            new_role = form.cleaned_data["role"]
+            boundary_services.change_member_role(membership=membership, role=new_role)
+            messages.success(request, f"{name} is now a {new_role}.")
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    return _after_member_change(request, project, role)
+
+
+def _after_member_change(request, project, role):
+    # A lead who removed or demoted themselves can no longer see the set-up pages.
+    still_lead = Membership.objects.filter(
+        project=project, user=request.user, role=Role.LEAD
+    ).exists()
+    if not still_lead:
+        return _go(request, reverse("home"))
+    if request.htmx:
+        return _members_page(request, project, role, AddMemberForm())
+    return redirect("members", slug=project.slug)
+
+
+# --- Guidelines ------------------------------------------------------------------------------
+
+
+@project_view(Role.LEAD)
+def guidelines(request, project, role):
+    form = GuidelinesForm(*_posted(request)[:1], project=project)
+    if request.method == "POST" and form.is_valid():
+        try:
+            boundary_services.update_guidelines(
+                project=project,
+                guidelines=form.cleaned_data["guidelines"],
+                overlap=form.cleaned_data["overlap"],
+            )
+        except ServiceError as exc:
+            form.add_error("overlap", str(exc))
+        else:
+            messages.success(request, "Guidelines saved.")
+            return redirect("guidelines", slug=project.slug)
+    context = {"project": project, "role": role, "form": form, "current": "guidelines"}
+    status = 400 if request.method == "POST" else 200
+    return render(request, "annotate/lead/guidelines.html", context, status=status)
+
+
+# --- Claim boundaries ------------------------------------------------------------------------
+
+
+@require_GET
+@project_view(Role.LEAD)
+def boundaries(request, project, role):
+    only_proposed = request.GET.get("proposed") == "1"
+    page = Paginator(answers_for_boundaries(project, only_proposed), ANSWERS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    url = reverse("boundaries", kwargs={"slug": project.slug})
+
+    def page_url(number: int) -> str:
+        query = ({"proposed": 1} if only_proposed else {}) | {"page": number}
+        return f"{url}?{urlencode(query)}"
+
+    context = {
+        "project": project,
+        "role": role,
+        "page_obj": page,
+        "only_proposed": only_proposed,
+        "previous_url": page_url(page.previous_page_number()) if page.has_previous() else "",
+        "next_url": page_url(page.next_page_number()) if page.has_next() else "",
+        "current": "boundaries",
+    }
+    return _render(request, "annotate/lead/boundaries.html", context, partial="answer-list")
+
+
+BOUNDARY_DONE = {
+    "split": "Claim split in two.",
+    "merge": "Claims merged.",
+    "adjust": "Span adjusted.",
+    "citations": "Citations saved.",
+    "delete": "Claim deleted.",
+    "add": "Claim added.",
+    "accept": "Boundaries marked as reviewed.",
+}
+
+
+@project_view(Role.LEAD)
+def boundary_edit(request, project, role, answer_pk):
+    answer = Answer.objects.filter(project=project, pk=answer_pk).select_related("case").first()
+    if answer is None:
+        raise Http404("Not found")
+    only_proposed = request.GET.get("proposed") == "1"
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        form_class = BOUNDARY_FORMS.get(action)
+        if form_class is None:
+            return HttpResponseBadRequest("Unknown action.")
+        form = form_class(request.POST)
+        if not form.is_valid():
+            messages.error(request, _first_error(form))
+        else:
+            try:
+                _apply_boundary_action(action, answer, form.cleaned_data)
+            except ServiceError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, BOUNDARY_DONE[action])
+        if not request.htmx:
+            url = reverse("boundary_edit", kwargs={"slug": project.slug, "answer_pk": answer.pk})
+            query = "?proposed=1" if only_proposed else ""
+            return redirect(f"{url}{query}#claims")
+    context = {
+        "project": project,
+        "role": role,
+        "current": "boundaries",
+        **boundary_editor(project, answer, only_proposed=only_proposed),
+    }
+    return _render(request, "annotate/lead/boundary_edit.html", context, partial="editor")
+
+
+def _first_error(form) -> str:
+    for name, errors in form.errors.items():
+        label = form.fields[name].label if name in form.fields else None
+        label = label or name.replace("_", " ")
+        return f"{label.capitalize()}: {errors[0]}" if name != "__all__" else errors[0]
+    return "The form was not valid."
+
+
+def _apply_boundary_action(action: str, answer: Answer, data: dict) -> None:
+    if action == "add":
+        boundary_services.add_claim(answer=answer, start=data["start"], end=data["end"])
+        return
+    if action == "accept":
+        boundary_services.accept_claims(answer=answer)
+        return
+    claim = Claim.objects.filter(answer=answer, pk=data["claim"]).first()
+    if claim is None:
+        raise ServiceError("That claim no longer exists: reload the page to see the claims.")
+    if action == "split":
+        boundary_services.split_claim(claim=claim, at=data["at"])
+    elif action == "merge":
+        boundary_services.merge_with_next(claim=claim)
+    elif action == "adjust":
+        boundary_services.adjust_span(claim=claim, start=data["start"], end=data["end"])
+    elif action == "citations":
+        ids = boundary_services.parse_cited_ids(data["citations"])
+        boundary_services.edit_citations(claim=claim, cited_ids=ids)
+    elif action == "delete":
+        boundary_services.delete_claim(claim=claim)
+
+
+# --- Reads -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewerRow:
+    username: str
+    member: bool = True
+    submitted: int = 0
+    in_progress: int = 0
+    skipped: int = 0
+    reasons: list[dict] = field(default_factory=list)
+
+
+def setup_summary(project: Project) -> dict:
+    """Everything the dashboard shows, in a fixed number of aggregate queries."""
+    cases = project.cases.aggregate(
+        total=Count("pk"),
+        # Slices as everywhere else: adversarial cases form their own slice.
+        n_answerable=Count("pk", filter=Q(answerable=True, adversarial=False)),
+        n_unanswerable=Count("pk", filter=Q(answerable=False, adversarial=False)),
+        n_adversarial=Count("pk", filter=Q(adversarial=True)),
+    )
+    claims = Claim.objects.filter(answer__project=project).aggregate(
+        total=Count("pk"),
+        to_review=Count("pk", filter=Q(proposed=True)),
+        answers_to_review=Count("answer", filter=Q(proposed=True), distinct=True),
+    )
+    passages = project.passages.count()
+    answers = project.answers.count()
+    people = list(project.memberships.select_related("user").order_by("user__username"))
+    rows = {
+        m.user_id: ReviewerRow(username=m.user.get_username())
+        for m in people
+        if m.role == Role.REVIEWER
+    }
+    by_status = (
+        Assignment.objects.filter(project=project)
+        .values("reviewer_id", "reviewer__username", "status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    Status = Assignment.Status
+    for item in by_status:
+        row = rows.setdefault(
+            item["reviewer_id"], ReviewerRow(username=item["reviewer__username"], member=False)
+        )
+        if item["status"] == Status.SUBMITTED:
+            row.submitted += item["n"]
+        elif item["status"] == Status.IN_PROGRESS:
+            row.in_progress += item["n"]
+        else:
+            row.skipped += item["n"]
+    skips = (
+        Assignment.objects.filter(project=project, status=Status.RELEASED)
+        .values("reviewer_id", "release_reason", "answer__task_number", "touched_at")
+        .order_by("-touched_at")[:SKIPS_SHOWN]
+    )
+    for skip in skips:
+        if skip["reviewer_id"] in rows:
+            rows[skip["reviewer_id"]].reasons.append(skip)
+    needed = answers * project.overlap
+    submitted = sum(row.submitted for row in rows.values())
+    reviewers = sum(1 for m in people if m.role == Role.REVIEWER)
+    return {
+        "passages": passages,
+        "cases": cases,
+        "answers": answers,
+        "claims": claims,
+        "leads": [m for m in people if m.role == Role.LEAD],
+        "reviewer_count": reviewers,
+        "reviewers": sorted(rows.values(), key=lambda r: (not r.member, r.username)),
+        "needed": needed,
+        "submitted": submitted,
+        "percent": round(100 * submitted / needed) if needed else 0,
+        "checklist": [
+            ("Data imported", answers > 0, "upload a bundle with answers"),
+            (
+                "Proposed claims reviewed",
+                claims["to_review"] == 0,
+                f"{claims['to_review']} proposed claims in {claims['answers_to_review']} "
+                "answers still to review",
+            ),
+            (
+                "Enough reviewers",
+                reviewers >= project.overlap,
+                f"overlap {project.overlap} needs at least {project.overlap} reviewers; "
+                f"the project has {reviewers}",
+            ),
+            ("Guidelines written", bool(project.guidelines.strip()), "write the guidelines"),
+        ],
+    }
+
+
+def answers_for_boundaries(project: Project, only_proposed: bool):
+    answers = (
+        Answer.objects.filter(project=project)
+        .annotate(
+            claim_count=Count("claims"),
+            proposed_count=Count("claims", filter=Q(claims__proposed=True)),
+        )
+        .only("pk", "answer_id", "text")
+        .order_by("answer_id")
+    )
+    if only_proposed:
+        answers = answers.filter(proposed_count__gt=0)
+    return answers
+
+
+@dataclass
+class Segment:
+    text: str
+    number: int | None = None  # 1-based claim number when the segment is a claim
+    pk: int | None = None
+
+
+def boundary_editor(project: Project, answer: Answer, *, only_proposed: bool) -> dict:
+    claims = list(answer.claims.prefetch_related("citations").order_by("ordinal"))
+    text = answer.text
+    segments: list[Segment] = []
+    gaps: list[tuple[int, int, str]] = []
+    position = 0
+    for number, claim in enumerate(claims, start=1):
+        if claim.start > position:
+            segments.append(Segment(text[position : claim.start]))
+            _add_gap(gaps, text, position, claim.start)
+        segments.append(Segment(text[claim.start : claim.end], number=number, pk=claim.pk))
+        position = max(position, claim.end)
+    if position < len(text):
+        segments.append(Segment(text[position:]))
+        _add_gap(gaps, text, position, len(text))
+    others = Answer.objects.filter(project=project)
+    if only_proposed:
+        others = others.filter(Exists(Claim.objects.filter(answer=OuterRef("pk"), proposed=True)))
+    previous = others.filter(answer_id__lt=answer.answer_id).order_by("-answer_id").first()
+    following = others.filter(answer_id__gt=answer.answer_id).order_by("answer_id").first()
+    return {
+        "answer": answer,
+        "claims": [
+            {
+                "claim": claim,
+                "number": number,
+                "last": number == len(claims),
+                "citations": list(claim.citations.all()),
+                "split_points": _split_points(text, claim.start, claim.end),
+                "cited_text": ", ".join(c.cited_id for c in claim.citations.all()),
+            }
+            for number, claim in enumerate(claims, start=1)
+        ],
+        "segments": segments,
+        "gaps": gaps,
+        "words": [(m.start(), m.group()) for m in re.finditer(r"\S+", text)],
+        "locked": not project.is_draft,
+        "proposed_left": sum(1 for c in claims if c.proposed),
+        "previous": previous,
+        "following": following,
+        "nav_query": "?" + urlencode({"proposed": 1}) if only_proposed else "",
+        "only_proposed": only_proposed,
+    }
+
+
+def _add_gap(gaps: list, text: str, start: int, end: int) -> None:
+    """Text no claim covers, offered as a new claim when it holds words."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if any(ch.isalnum() for ch in text[start:end]):
+        gaps.append((start, end, text[start:end]))
+
+
+def _split_points(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """Offsets inside the span where a word begins: the natural places to split."""
+    return [
+        (i, text[i : i + 24].split()[0] if text[i : i + 24].split() else "")
+        for i in range(start + 1, end)
+        if text[i - 1].isspace() and not text[i].isspace()
+    ]

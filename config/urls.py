@@ -9,5 +9,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("p/<slug:slug>/agreement/", agreement_views.agreement, name="agreement"),
+    path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("", include("annotate.urls")),
 ]

@@ -28,7 +28,7 @@ from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 LEAD_PAGES = [
     "project_setup", "project_upload", "members", "guidelines", "boundaries", "agreement",
-    "adjudication_queue", "evaluation", "judges",
+    "adjudication_queue", "evaluation:report", "judges",
 ]
 REVIEWER_PAGES = ["my_tasks", "queue_empty"]
 

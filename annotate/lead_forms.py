@@ -1,0 +1,125 @@
+"""Forms of the lead's set-up pages. They check shapes (a slug, a number, a file); the rules
+(who may import where, the last lead, locked claims) are the services'."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.validators import UnicodeUsernameValidator
+
+from annotate.models import Project, Role
+
+
+class BundleFileField(forms.FileField):
+    default_error_messages = {
+        "required": "Choose a bundle file (.jsonl) to upload.",
+        "empty": "The file is empty.",
+    }
+
+
+class NewProjectForm(forms.Form):
+    slug = forms.SlugField(
+        max_length=Project._meta.get_field("slug").max_length,
+        help_text="Short name for URLs and commands, e.g. physics-2026 (letters, digits, hyphens).",
+    )
+    name = forms.CharField(
+        max_length=Project._meta.get_field("name").max_length,
+        required=False,
+        help_text="Shown to everyone in the project. Empty: the bundle header's name.",
+    )
+    file = BundleFileField(
+        label="Bundle",
+        help_text="UTF-8 JSONL, one object per line (SPEC: passages, cases, answers …).",
+        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
+    )
+
+
+class UploadForm(forms.Form):
+    file = BundleFileField(
+        label="Bundle",
+        help_text="Rows already in the project with the same content are skipped.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
+    )
+    replace = forms.BooleanField(
+        required=False,
+        label="Replace unlabelled items",
+        help_text="Overwrite rows whose content changed, as long as nobody has labelled them.",
+    )
+
+
+class AddMemberForm(forms.Form):
+    username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.REVIEWER)
+    password = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Only for a new account; leave empty for someone who already has one.",
+    )
+
+
+class MemberForm(forms.Form):
+    """Change a member's role, or remove them (the same row's two buttons)."""
+
+    member = forms.IntegerField(widget=forms.HiddenInput)
+    role = forms.ChoiceField(choices=Role.choices, required=False)
+
+
+class GuidelinesForm(forms.Form):
+    guidelines = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 18}),
+        help_text="Plain text; reviewers see it as written, line breaks kept.",
+    )
+    overlap = forms.IntegerField(
+        min_value=1,
+        max_value=20,
+        help_text="How many reviewers label each answer independently (2 for agreement).",
+    )
+
+    def __init__(self, *args, project: Project, **kwargs):
+        kwargs.setdefault("initial", {"guidelines": project.guidelines, "overlap": project.overlap})
+        super().__init__(*args, **kwargs)
+        if not project.is_draft:
+            # A disabled field keeps its initial value whatever is posted.
+            self.fields["overlap"].disabled = True
+            self.fields["overlap"].help_text = "Fixed once labelling opens."
+
+
+# --- Claim boundaries: one small form per action, all posted to the answer's page ----------
+
+
+class ClaimForm(forms.Form):
+    claim = forms.IntegerField(widget=forms.HiddenInput)
+
+
+class SplitForm(ClaimForm):
+    at = forms.IntegerField(label="Split before offset", min_value=0)
+
+
+class SpanForm(forms.Form):
+    start = forms.IntegerField(min_value=0)
+    end = forms.IntegerField(min_value=1)
+
+
+class AdjustForm(ClaimForm, SpanForm):
+    pass
+
+
+class CitationsForm(ClaimForm):
+    citations = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Passage ids separated by commas; an unknown id is kept as citation_not_found.",
+    )
+
+
+BOUNDARY_FORMS: dict[str, type[forms.Form]] = {
+    "split": SplitForm,
+    "merge": ClaimForm,
+    "adjust": AdjustForm,
+    "citations": CitationsForm,
+    "delete": ClaimForm,
+    "add": SpanForm,
+    "accept": forms.Form,
+}

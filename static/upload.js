@@ -1,0 +1,71 @@
+// Bundle upload: a progress bar while htmx sends the file, then "Importing…" until the server
+// answers. The form posts normally without JavaScript; this only reports progress.
+(() => {
+  "use strict";
+
+  function parts(event) {
+    const origin = (event.detail && event.detail.elt) || event.target;
+    const form = origin instanceof Element ? origin.closest("form[data-upload]") : null;
+    if (!form) return null;
+    return {
+      form,
+      box: form.querySelector("[data-upload-progress]"),
+      bar: form.querySelector("[data-upload-bar]"),
+      status: form.querySelector("[data-upload-status]"),
+    };
+  }
+
+  function importing(p) {
+    p.form.dataset.uploadPhase = "importing";
+    p.bar.removeAttribute("value"); // indeterminate: the server is checking every line
+    p.bar.textContent = "";
+    p.status.textContent = "Importing… every line is checked before anything is written.";
+  }
+
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const p = parts(event);
+    if (!p) return;
+    p.form.dataset.uploadPhase = "uploading";
+    p.box.hidden = false;
+    p.bar.value = 0;
+    p.status.textContent = "Uploading… 0%";
+  });
+
+  // htmx reports upload and download progress with the same event; once the file is sent,
+  // later events are the response arriving and are ignored.
+  document.addEventListener("htmx:xhr:progress", (event) => {
+    const p = parts(event);
+    if (!p || p.form.dataset.uploadPhase !== "uploading") return;
+    if (!event.detail.lengthComputable || !event.detail.total) return;
+    const percent = Math.round((100 * event.detail.loaded) / event.detail.total);
+    if (percent >= 100) {
+      importing(p);
+      return;
+    }
+    p.bar.value = percent;
+    p.bar.textContent = `${percent}%`;
+    p.status.textContent = `Uploading… ${percent}%`;
+  });
+
+  document.addEventListener("htmx:xhr:loadend", (event) => {
+    const p = parts(event);
+    if (p && p.form.dataset.uploadPhase === "uploading") importing(p);
+  });
+
+  // A failed request (network, server error) must not leave the form looking busy.
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const p = parts(event);
+    if (!p) return;
+    p.form.dataset.uploadPhase = "";
+    if (!event.detail.successful) {
+      p.bar.value = 0;
+      p.status.textContent = "The upload failed: check the connection and try again.";
+    }
+  });
+
+  // A refused file comes back as a new form headed by the list of problems: focus it.
+  document.addEventListener("htmx:afterSwap", () => {
+    const summary = document.getElementById("bundle-errors");
+    if (summary) summary.focus();
+  });
+})();
