@@ -48,8 +48,10 @@ class Command(BaseCommand):
                     f"  {interval:<18}{stats['weighting'] or 'none'}"
                 )
         small = [
-            f"{s}/{f}" for s, fields in report["slices"].items()
-            for f, st in fields.items() if st.get("small_sample")
+            f"{s}/{f}"
+            for s, fields in report["slices"].items()
+            for f, st in fields.items()
+            if st.get("small_sample")
         ]
         if small:
             self.stdout.write(

@@ -1,0 +1,1278 @@
+"""Evaluation reports: the project's data read once from the database, then scored by the pure
+functions of ``evaluation.metrics``, per variant and per slice.
+
+``load(project)`` runs a fixed number of queries (eleven, whatever the number of answers);
+``evaluate`` and ``compare`` accept its result as ``data=`` so a page that shows both reads
+the database once. Everything returned is plain JSON-able data with a stable key order.
+
+Definitions this module fixes (SPEC.md fixes the metrics themselves):
+
+- **Slices.** ``all``, ``answerable``, ``unanswerable``, ``adversarial`` (the flag, whatever
+  the answerability), ``dev`` and ``heldout`` (the case's split). Slices are never merged.
+- **Decided.** A gold field counts only when its source is ``agreed`` or ``adjudicated``; a
+  field the reviewers disagree on and no lead has decided is ``pending`` and is counted apart,
+  as are answers without two submitted label sets (``unlabelled``).
+- **Retrieval.** Grades come from the case's judgments; a case with no positive grade is not
+  eligible (counted, never scored 0). With repeated samples each case's score is the mean over
+  its samples before the mean over cases. The ``in_prompt`` ranking keeps only the passages
+  that reached the prompt, in their rank order. An eligible case whose answers recorded no
+  ranking at all is counted as ``no_ranking`` rather than scored 0.
+- **Evidence passages** of a case: the passages of its ``evidence`` entries (the case author's
+  evidence contract), not every passage graded helpful.
+- **Unsupported answer.** An answer with at least one claim whose decided support is
+  ``contradicted`` or ``insufficient_evidence``. It is unknown (``pending``) while it has an
+  undecided claim and no decided unsupported one.
+- **Failing answer** (stage diagnosis, answerable cases only): an unsupported answer, or an
+  answer that abstained. A non-failing answer is ``ok`` when every claim's support is decided
+  (an answer without claims that did not abstain is ``ok``), ``pending`` when a claim is
+  still undecided, ``unlabelled`` when it has claims but no two submitted label sets.
+- **Stage** of a failing answer: the first stage of the pipeline that broke, in this order:
+  ``not_in_corpus`` (the case has no evidence passage in the corpus: import requires one, so
+  the passage was removed since), ``not_retrieved`` (no evidence passage within the top
+  ``stage_k`` of the ranking, ``stage_k`` being the report's largest k; a passage that
+  reached the prompt counts as retrieved), ``not_in_prompt`` (retrieved, but no evidence
+  passage reached the prompt), ``generation`` (evidence in the prompt, yet a claim is
+  gold-contradicted or insufficient), ``false_abstention`` (evidence in the prompt and the
+  answer declined without an unsupported claim).
+- **Comparison.** Cases are paired by ``case_id``; a case's value is the mean over its
+  samples. Pass rules for the transitions are in ``PASS_RULES``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotate.gold import ADJUDICATED, AGREED, pairs_for_project
+from annotate.models import (
+    Answer,
+    Case,
+    Citation,
+    Claim,
+    Evidence,
+    Judgment,
+    Project,
+    RetrievedPassage,
+    Variant,
+)
+from evaluation.metrics import (
+    FAILURE_LABELS,
+    NDCG_GAIN,
+    P95_METHOD,
+    AbstentionRow,
+    ClaimCitations,
+    NotEligible,
+    abstention_summary,
+    citation_coverage,
+    citation_precision,
+    claim_faithfulness,
+    cost_summary,
+    failure_label_counts,
+    generation_variance,
+    latency_summary,
+    mean_over_eligible,
+    paired_bootstrap_diff,
+    paired_transitions,
+    reciprocal_rank_fusion,
+    relevance_distribution,
+    retrieval_scores,
+)
+
+DEFAULT_KS = (1, 3, 5, 10)
+SLICES = ("all", "answerable", "unanswerable", "adversarial", "dev", "heldout")
+STAGE_SLICES = ("answerable", "adversarial", "dev", "heldout")
+RANKINGS = ("full", "in_prompt")
+RETRIEVAL_METRICS = ("recall", "precision", "mrr", "ndcg")
+# Pipeline order: the stage bar reads left to right like index → retrieval → prompt → generation.
+STAGES = ("not_in_corpus", "not_retrieved", "not_in_prompt", "generation", "false_abstention")
+STAGE_ROWS = (*STAGES, "ok", "pending", "unlabelled")
+DECIDED = frozenset({AGREED, ADJUDICATED})
+SUPPORTED = "supported"
+
+FAILING = (
+    "An answer of an answerable case fails when it abstained or when at least one of its "
+    "claims has a decided (agreed or adjudicated) support label other than 'supported'."
+)
+STAGE_DEFINITIONS = {
+    "not_in_corpus": "index: the case has no evidence passage in the corpus",
+    "not_retrieved": "retrieval: no evidence passage in the ranking's top k, none in the prompt",
+    "not_in_prompt": "prompt: an evidence passage was retrieved but none reached the prompt",
+    "generation": "generation: evidence in the prompt, yet a claim is contradicted/insufficient",
+    "false_abstention": "generation: evidence in the prompt, yet the answer declined",
+    "ok": "not failing, every claim decided",
+    "pending": "not failing so far, but a claim's support is still undecided",
+    "unlabelled": "has claims but not two submitted label sets yet",
+}
+COMPARE_METRICS = ("recall", "reciprocal_rank", "ndcg", "faithfulness", "unsupported", "abstention")
+PASS_RULES = {
+    "recall": "pass: every relevant passage in the top k (recall@k = 1); higher is better",
+    "reciprocal_rank": "pass: a relevant passage at rank 1 (RR@k = 1); higher is better",
+    "ndcg": "pass: ideal order within the top k (nDCG@k = 1); higher is better",
+    "faithfulness": "pass: every decided claim supported; higher is better",
+    "unsupported": "pass: no unsupported claim; value = unsupported share, lower is better",
+    "abstention": "pass: abstained exactly when the case is unanswerable; higher is better",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseData:
+    pk: int
+    case_id: str
+    answerable: bool
+    adversarial: bool
+    split: str
+    evidence: frozenset[str] = frozenset()
+    grades: dict[str, int] = field(default_factory=dict)
+
+    def in_slice(self, name: str) -> bool:
+        return SLICE_TESTS[name](self)
+
+
+SLICE_TESTS: dict[str, Callable[[CaseData], bool]] = {
+    "all": lambda c: True,
+    "answerable": lambda c: c.answerable,
+    "unanswerable": lambda c: not c.answerable,
+    "adversarial": lambda c: c.adversarial,
+    "dev": lambda c: c.split == Case.Split.DEV,
+    "heldout": lambda c: c.split == Case.Split.HELDOUT,
+}
+
+
+@dataclass
+class ClaimGold:
+    """One claim's gold fields; a field is None while it is not decided."""
+
+    support: str | None
+    requires_evidence: bool | None
+    citations: dict[str, str] | None
+
+
+@dataclass
+class AnswerData:
+    pk: int
+    answer_id: str
+    case: CaseData
+    variant: str
+    sample: int
+    abstained: bool
+    elapsed_ms: float | None
+    request_cost: float | None
+    ranking: list[str] = field(default_factory=list)
+    prompt: list[str] = field(default_factory=list)
+    claim_count: int = 0
+    labelled: bool = False
+    claims: list[ClaimGold] = field(default_factory=list)
+    gold: dict[str, Any] = field(default_factory=dict)  # decided answer-level fields only
+
+    def ranked(self, ranking: str) -> list[str]:
+        return self.ranking if ranking == "full" else self.prompt
+
+    @property
+    def decided_supports(self) -> list[str]:
+        return [c.support for c in self.claims if c.support is not None]
+
+    @property
+    def undecided_claims(self) -> int:
+        """Claims without a decided support label (pending or never labelled)."""
+        return self.claim_count - len(self.decided_supports)
+
+    @property
+    def unsupported(self) -> bool | None:
+        """Has a decided unsupported claim (True), all claims decided supported (False), or
+        unknown (None)."""
+        if any(s != SUPPORTED for s in self.decided_supports):
+            return True
+        return False if self.undecided_claims == 0 else None
+
+    @property
+    def faithfulness(self) -> float | None:
+        decided = self.decided_supports
+        return sum(s == SUPPORTED for s in decided) / len(decided) if decided else None
+
+    def stage(self, stage_k: int) -> str | None:
+        """The diagnosis row of an answer of an answerable case (None otherwise): for a
+        failing answer the first stage that broke, else ok / pending / unlabelled."""
+        if not self.case.answerable:
+            return None
+        unsupported = self.unsupported
+        if unsupported or self.abstained:
+            return self._broken_stage(bool(unsupported), stage_k)
+        if unsupported is False:
+            return "ok"
+        return "pending" if self.labelled else "unlabelled"
+
+    def _broken_stage(self, unsupported: bool, stage_k: int) -> str:
+        evidence = self.case.evidence
+        if not evidence:
+            return "not_in_corpus"
+        in_prompt = evidence.intersection(self.prompt)
+        if not in_prompt and not evidence.intersection(self.ranking[:stage_k]):
+            return "not_retrieved"
+        if not in_prompt:
+            return "not_in_prompt"
+        return "generation" if unsupported else "false_abstention"
+
+
+@dataclass
+class VariantData:
+    pk: int
+    name: str
+    description: str
+    model: str
+    settings: dict
+
+
+@dataclass
+class Dataset:
+    project: Project
+    variants: dict[str, VariantData]
+    cases: dict[int, CaseData]
+    answers: list[AnswerData]
+
+    def answers_of(self, variant: str) -> list[AnswerData]:
+        return [a for a in self.answers if a.variant == variant]
+
+
+def load(project: Project) -> Dataset:
+    """Read everything the reports need in eleven queries (three of them in
+    ``pairs_for_project``), whatever the size of the project."""
+    variants = {
+        row["name"]: VariantData(**{**row, "settings": _sorted(row["settings"])})
+        for row in Variant.objects.filter(project=project)
+        .order_by("name")
+        .values("pk", "name", "description", "model", "settings")
+    }
+    by_pk = {v.pk: v.name for v in variants.values()}
+    cases = {
+        row["pk"]: CaseData(**row)
+        for row in Case.objects.filter(project=project).values(
+            "pk", "case_id", "answerable", "adversarial", "split"
+        )
+    }
+    evidence: dict[int, set[str]] = defaultdict(set)
+    for case_pk, passage_id in Evidence.objects.filter(case__project=project).values_list(
+        "case_id", "passage__passage_id"
+    ):
+        evidence[case_pk].add(passage_id)
+    for case_pk, passage_id, grade in Judgment.objects.filter(case__project=project).values_list(
+        "case_id", "passage__passage_id", "grade"
+    ):
+        cases[case_pk].grades[passage_id] = grade
+    for case_pk, ids in evidence.items():
+        cases[case_pk].evidence = frozenset(ids)
+
+    answers = {
+        row["pk"]: AnswerData(
+            pk=row["pk"],
+            answer_id=row["answer_id"],
+            case=cases[row["case_id"]],
+            variant=by_pk[row["variant_id"]],
+            sample=row["sample"],
+            abstained=row["abstained"],
+            elapsed_ms=row["elapsed_ms"],
+            request_cost=row["request_cost"],
+        )
+        for row in Answer.objects.filter(project=project)
+        .order_by("answer_id")
+        .values(
+            "pk",
+            "answer_id",
+            "case_id",
+            "variant_id",
+            "sample",
+            "abstained",
+            "elapsed_ms",
+            "request_cost",
+        )
+    }
+    for answer_pk, passage_id, in_prompt in (
+        RetrievedPassage.objects.filter(answer__project=project)
+        .order_by("answer_id", "rank")
+        .values_list("answer_id", "passage__passage_id", "in_prompt")
+    ):
+        answer = answers[answer_pk]
+        answer.ranking.append(passage_id)
+        if in_prompt:
+            answer.prompt.append(passage_id)
+    claim_answer: dict[int, int] = {}
+    for claim_pk, answer_pk in Claim.objects.filter(answer__project=project).values_list(
+        "pk", "answer_id"
+    ):
+        claim_answer[claim_pk] = answer_pk
+        answers[answer_pk].claim_count += 1
+    unresolved: dict[int, set[str]] = defaultdict(set)
+    for claim_pk, cited_id in Citation.objects.filter(
+        claim__answer__project=project, passage__isnull=True
+    ).values_list("claim_id", "cited_id"):
+        unresolved[claim_pk].add(cited_id)
+
+    answer_pairs, claim_pairs = pairs_for_project(project)
+    for pair in answer_pairs:
+        answer = answers[pair.answer_id]
+        answer.labelled = True
+        answer.gold = {name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED}
+    for pair in claim_pairs:
+        decided = {name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED}
+        citations = decided.get("citations")
+        if citations is not None:
+            # An id that resolves to no passage never supports, whatever a label says.
+            citations = {
+                **citations,
+                **dict.fromkeys(unresolved[pair.claim_id], "citation_not_found"),
+            }
+        answers[claim_answer[pair.claim_id]].claims.append(
+            ClaimGold(
+                support=decided.get("support"),
+                requires_evidence=decided.get("requires_evidence"),
+                citations=citations,
+            )
+        )
+    return Dataset(project=project, variants=variants, cases=cases, answers=list(answers.values()))
+
+
+def _sorted(settings: Any) -> dict:
+    """Settings with sorted keys: PostgreSQL's jsonb reorders keys, SQLite keeps them, and the
+    report must read the same on both."""
+    return dict(sorted(settings.items())) if isinstance(settings, dict) else {"value": settings}
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    project: Project,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    variants: Iterable[str] | None = None,
+    data: Dataset | None = None,
+) -> dict:
+    """Retrieval, generation, abstention, latency and stage diagnosis per variant and slice."""
+    ks = _check_ks(ks)
+    data = data or load(project)
+    names = _variant_names(data, variants)
+    stage_k = max(ks)
+    report_variants = {}
+    for name in names:
+        meta = data.variants[name]
+        answers = data.answers_of(name)
+        samples = defaultdict(int)
+        for answer in answers:
+            samples[answer.case.case_id] += 1
+        report_variants[name] = {
+            "name": name,
+            "description": meta.description,
+            "model": meta.model,
+            "settings": meta.settings,
+            "answers": len(answers),
+            "cases": len(samples),
+            "repeated_samples": any(n > 1 for n in samples.values()),
+            "retrieval": {s: _retrieval(_in_slice(answers, s), ks) for s in SLICES},
+            "generation": {s: _generation(_in_slice(answers, s)) for s in SLICES},
+            "stages": {s: _stages(_in_slice(answers, s), stage_k) for s in STAGE_SLICES},
+            "diagnosis": [
+                {
+                    "answer_id": a.answer_id,
+                    "case_id": a.case.case_id,
+                    "sample": a.sample,
+                    "stage": a.stage(stage_k),
+                    "adversarial": a.case.adversarial,
+                    "split": a.case.split,
+                }
+                for a in answers
+                if a.case.answerable
+            ],
+        }
+    return {
+        "project": project.slug,
+        "corpus_version": project.corpus_version,
+        "ks": list(ks),
+        "slices": list(SLICES),
+        "definitions": {
+            "ndcg_gain": NDCG_GAIN,
+            "p95": P95_METHOD,
+            "decided": sorted(DECIDED),
+            "failing": FAILING,
+            "stage_order": list(STAGES),
+            "stage_k": stage_k,
+            "stages": STAGE_DEFINITIONS,
+            "evidence": "passages of the case's evidence entries",
+            "not_eligible": "a case with no positive grade is counted apart, never scored 0",
+        },
+        "variants": report_variants,
+    }
+
+
+def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    ks = tuple(sorted(set(ks)))
+    if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
+        raise ValueError(f"every k must be a positive integer, got {ks}")
+    return ks
+
+
+def _variant_names(data: Dataset, variants: Iterable[str] | None) -> list[str]:
+    if variants is None:
+        return list(data.variants)
+    names = list(variants)
+    unknown = sorted(set(names) - set(data.variants))
+    if unknown:
+        raise ValueError(f"unknown variant(s): {', '.join(unknown)}")
+    return names
+
+
+def _in_slice(answers: list[AnswerData], name: str) -> list[AnswerData]:
+    return [a for a in answers if a.case.in_slice(name)]
+
+
+def _by_case(answers: Iterable[AnswerData]) -> dict[str, list[AnswerData]]:
+    grouped: dict[str, list[AnswerData]] = defaultdict(list)
+    for answer in answers:
+        grouped[answer.case.case_id].append(answer)
+    return grouped
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def per_case_retrieval(
+    answers: Iterable[AnswerData], k: int, ranking: str = "full"
+) -> tuple[dict[str, dict[str, float]], int, int]:
+    """Each eligible case's retrieval scores at k, averaged over its samples; and the number
+    of cases that are not eligible and that recorded no ranking."""
+    scores: dict[str, dict[str, float]] = {}
+    not_eligible = no_ranking = 0
+    for case_id, case_answers in _by_case(answers).items():
+        grades = case_answers[0].case.grades
+        ranked = [a for a in case_answers if a.ranking]
+        try:
+            # With no ranking at all, scoring an empty one still tells eligibility apart.
+            per_sample = [retrieval_scores(a.ranked(ranking), grades, k) for a in ranked] or [
+                retrieval_scores([], grades, k)
+            ]
+        except NotEligible:
+            not_eligible += 1
+            continue
+        if not ranked:
+            no_ranking += 1
+            continue
+        scores[case_id] = {
+            "recall": _mean([s.recall for s in per_sample]),
+            "precision": _mean([s.precision for s in per_sample]),
+            "mrr": _mean([s.reciprocal_rank for s in per_sample]),
+            "ndcg": _mean([s.ndcg for s in per_sample]),
+        }
+    return scores, not_eligible, no_ranking
+
+
+def _retrieval(answers: list[AnswerData], ks: Sequence[int]) -> dict:
+    block: dict[str, dict] = {}
+    for ranking in RANKINGS:
+        block[ranking] = {}
+        for k in ks:
+            scores, not_eligible, no_ranking = per_case_retrieval(answers, k, ranking)
+            row: dict[str, Any] = {
+                name: mean_over_eligible(s[name] for s in scores.values()).mean
+                for name in RETRIEVAL_METRICS
+            }
+            row.update(eligible=len(scores), not_eligible=not_eligible, no_ranking=no_ranking)
+            block[ranking][str(k)] = row
+    return block
+
+
+def _generation(answers: list[AnswerData]) -> dict:
+    labelled = [a for a in answers if a.labelled]
+    claims = [c for a in labelled for c in a.claims]
+    unlabelled_claims = sum(a.claim_count for a in answers if not a.labelled)
+
+    faith = claim_faithfulness(c.support for c in claims if c.support is not None)
+    decided_citations = [c for c in claims if c.citations is not None]
+    precision = citation_precision(v for c in decided_citations for v in c.citations.values())
+    coverage_claims = [
+        c for c in claims if c.citations is not None and c.requires_evidence is not None
+    ]
+    coverage = citation_coverage(
+        ClaimCitations(c.requires_evidence, tuple(c.citations.values())) for c in coverage_claims
+    )
+    relevance_values = [a.gold["relevance"] for a in labelled if "relevance" in a.gold]
+    relevance = relevance_distribution(relevance_values)
+
+    known = [a for a in answers if a.unsupported is not None]
+    abstention_rows = [a for a in answers if a.case.answerable or a.unsupported is not None]
+    abstention = abstention_summary(
+        AbstentionRow(a.case.answerable, a.abstained, bool(a.unsupported)) for a in abstention_rows
+    )
+    abstained_labelled = [a for a in labelled if a.abstained]
+    gold_abstention = [a.gold["abstention"] for a in abstained_labelled if "abstention" in a.gold]
+    failures_decided = [a.gold["failure_labels"] for a in labelled if "failure_labels" in a.gold]
+    failures = failure_label_counts(failures_decided)
+    unsupported = sum(bool(a.unsupported) for a in known)
+
+    return {
+        "answers": len(answers),
+        "labelled": len(labelled),
+        "unlabelled": len(answers) - len(labelled),
+        "faithfulness": {
+            "n": faith.n,
+            "supported": faith.supported,
+            "contradicted": faith.contradicted,
+            "insufficient": faith.insufficient,
+            "rate": faith.rate,
+            "pending": len(claims) - faith.n,
+            "unlabelled": unlabelled_claims,
+        },
+        "citation_precision": {
+            "links": precision.links,
+            "supports": precision.supports,
+            "does_not_support": precision.does_not_support,
+            "not_found": precision.not_found,
+            "rate": precision.rate,
+            "pending": len(claims) - len(decided_citations),
+        },
+        "citation_coverage": {
+            "requiring_evidence": coverage.requiring_evidence,
+            "covered": coverage.covered,
+            "not_requiring_evidence": coverage.not_requiring_evidence,
+            "rate": coverage.rate,
+            "pending": len(claims) - len(coverage_claims),
+        },
+        "relevance": {
+            "n": relevance.n,
+            "mean": relevance.mean,
+            "counts": {str(v): n for v, n in relevance.counts.items()},
+            "pending": len(labelled) - relevance.n,
+        },
+        "unsupported_answers": {
+            "n": len(known),
+            "unsupported": unsupported,
+            "rate": unsupported / len(known) if known else None,
+            "pending": len(answers) - len(known),
+        },
+        "abstention": {
+            "unanswerable": abstention.unanswerable,
+            "abstained": abstention.abstained,
+            "unsupported": abstention.unsupported,
+            "answered_supported": abstention.other,
+            "abstention_rate": abstention.abstention_rate,
+            "unsupported_rate": abstention.unsupported_rate,
+            "pending": sum(1 for a in answers if not a.case.answerable) - abstention.unanswerable,
+            "answerable": abstention.answerable,
+            "false_abstentions": abstention.false_abstentions,
+            "false_abstention_rate": abstention.false_abstention_rate,
+            "gold": {
+                "n": len(gold_abstention),
+                "appropriate": gold_abstention.count("appropriate"),
+                "unnecessary": gold_abstention.count("unnecessary"),
+                "pending": len(abstained_labelled) - len(gold_abstention),
+            },
+        },
+        "failure_labels": {
+            "answers": failures.answers,
+            "counts": dict(failures.counts),
+            "pending": len(labelled) - failures.answers,
+        },
+        "latency": _asdict(latency_summary(a.elapsed_ms for a in answers)),
+        "cost": _asdict(cost_summary(a.request_cost for a in answers)),
+        "generation_variance": _variance(answers),
+    }
+
+
+def _variance(answers: list[AnswerData]) -> dict | None:
+    """How often a case's outcome (abstained, unsupported) differs between its samples; None
+    when no case of the variant has repeated samples."""
+    grouped = _by_case(answers)
+    if not any(len(group) > 1 for group in grouped.values()):
+        return None
+    outcomes = {
+        case_id: [(a.abstained, a.unsupported) for a in group if a.unsupported is not None]
+        for case_id, group in grouped.items()
+    }
+    variance = generation_variance(outcomes)
+    return {
+        "outcome": "abstained, has an unsupported claim",
+        "repeated": variance.repeated,
+        "differing": variance.differing,
+        "single_sample": variance.single_sample,
+        "rate": variance.rate,
+        "differing_case_ids": list(variance.differing_case_ids),
+    }
+
+
+def _asdict(result) -> dict:
+    return {name: getattr(result, name) for name in result.__dataclass_fields__}
+
+
+def _stages(answers: list[AnswerData], stage_k: int) -> dict:
+    rows: dict[str, dict] = {
+        stage: {"answers": 0, "cases": 0, "answer_ids": [], "case_ids": []} for stage in STAGE_ROWS
+    }
+    answerable = [a for a in answers if a.case.answerable]
+    for answer in answerable:
+        row = rows[answer.stage(stage_k)]
+        row["answers"] += 1
+        row["answer_ids"].append(answer.answer_id)
+        if answer.case.case_id not in row["case_ids"]:
+            row["case_ids"].append(answer.case.case_id)
+    for row in rows.values():
+        row["answer_ids"].sort()
+        row["case_ids"].sort()
+        row["cases"] = len(row["case_ids"])
+    failing = sum(rows[s]["answers"] for s in STAGES)
+    return {"answers": len(answerable), "failing": failing, "rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# Variant comparison
+# ---------------------------------------------------------------------------------------------
+
+
+def compare(
+    project: Project,
+    a: str,
+    b: str,
+    *,
+    k: int = 5,
+    seed: int = 0,
+    n_boot: int = 2000,
+    data: Dataset | None = None,
+) -> dict:
+    """Variant ``a`` (before) against ``b`` (after), cases paired by case_id: transitions and
+    a paired bootstrap difference per metric, latency added, and the retrieval of both
+    rankings fused by reciprocal rank fusion as a what-if row."""
+    _check_ks([k])
+    data = data or load(project)
+    _variant_names(data, [a, b])
+    answers_a, answers_b = data.answers_of(a), data.answers_of(b)
+    values_a, values_b = _case_values(answers_a, k), _case_values(answers_b, k)
+    metrics = {}
+    for metric in COMPARE_METRICS:
+        before, after = values_a[metric], values_b[metric]
+        passes = _pass_rule(metric)
+        transitions = paired_transitions(
+            {c: passes(v) for c, v in before.items()}, {c: passes(v) for c, v in after.items()}
+        )
+        diff = paired_bootstrap_diff(before, after, n_boot=n_boot, seed=seed)
+        paired = sorted(before.keys() & after.keys())
+        metrics[metric] = {
+            "pass_rule": PASS_RULES[metric],
+            "transitions": {
+                "fixed": list(transitions.fixed),
+                "broken": list(transitions.broken),
+                "unchanged_pass": list(transitions.unchanged_pass),
+                "unchanged_fail": list(transitions.unchanged_fail),
+                "only_a": list(transitions.only_before),
+                "only_b": list(transitions.only_after),
+            },
+            "counts": {
+                "paired": transitions.paired,
+                "fixed": len(transitions.fixed),
+                "broken": len(transitions.broken),
+                "unchanged_pass": len(transitions.unchanged_pass),
+                "unchanged_fail": len(transitions.unchanged_fail),
+                "only_a": len(transitions.only_before),
+                "only_b": len(transitions.only_after),
+            },
+            "mean_a": _mean([before[c] for c in paired]) if paired else None,
+            "mean_b": _mean([after[c] for c in paired]) if paired else None,
+            "diff": _diff(diff),
+        }
+    latency = paired_bootstrap_diff(
+        values_a["latency"], values_b["latency"], n_boot=n_boot, seed=seed
+    )
+    settings_a, settings_b = data.variants[a].settings, data.variants[b].settings
+    return {
+        "a": a,
+        "b": b,
+        "k": k,
+        "seed": seed,
+        "settings": {"a": settings_a, "b": settings_b},
+        "settings_changed": sorted(
+            key
+            for key in settings_a.keys() | settings_b.keys()
+            if settings_a.get(key) != settings_b.get(key)
+        ),
+        "metrics": metrics,
+        "latency_added_ms": _diff(latency),
+        "fusion": _fusion(answers_a, answers_b, a, b, k),
+    }
+
+
+def _pass_rule(metric: str) -> Callable[[float], bool]:
+    if metric == "unsupported":
+        return lambda value: value == 0
+    return lambda value: math.isclose(value, 1.0)
+
+
+def _case_values(answers: list[AnswerData], k: int) -> dict[str, dict[str, float]]:
+    """Per case, the mean over samples of each compared metric (cases where a metric is
+    undefined are left out of that metric)."""
+    retrieval, _, _ = per_case_retrieval(answers, k)
+    grouped = _by_case(answers)
+
+    def mean_of(get: Callable[[AnswerData], float | None]) -> dict[str, float]:
+        out = {}
+        for case_id, group in grouped.items():
+            values = [v for v in map(get, group) if v is not None]
+            if values:
+                out[case_id] = _mean(values)
+        return out
+
+    return {
+        "recall": {c: s["recall"] for c, s in retrieval.items()},
+        "reciprocal_rank": {c: s["mrr"] for c, s in retrieval.items()},
+        "ndcg": {c: s["ndcg"] for c, s in retrieval.items()},
+        "faithfulness": mean_of(lambda a: a.faithfulness),
+        "unsupported": mean_of(lambda a: None if a.unsupported is None else float(a.unsupported)),
+        "abstention": mean_of(lambda a: float(a.abstained != a.case.answerable)),
+        "latency": mean_of(lambda a: a.elapsed_ms),
+    }
+
+
+def _diff(diff) -> dict:
+    return {
+        "n": diff.n,
+        "unpaired": diff.unpaired,
+        "mean_diff": diff.mean_diff,
+        "ci95": list(diff.ci95) if diff.ci95 is not None else None,
+        "n_boot": diff.n_boot,
+        "seed": diff.seed,
+    }
+
+
+def _fusion(answers_a, answers_b, a: str, b: str, k: int) -> dict:
+    """Retrieval at k (full ranking) of a, of b, and of their rankings fused per case and per
+    sample number both have; cases where only one variant recorded a ranking are left out of
+    the fused row."""
+    fused: list[AnswerData] = []
+    by_a = {(x.case.case_id, x.sample): x for x in answers_a if x.ranking}
+    for other in answers_b:
+        mine = by_a.get((other.case.case_id, other.sample))
+        if mine is None or not other.ranking:
+            continue
+        ranking = reciprocal_rank_fusion([mine.ranking, other.ranking])
+        fused.append(
+            AnswerData(
+                pk=0,
+                answer_id=f"{mine.answer_id}+{other.answer_id}",
+                case=mine.case,
+                variant="fuse",
+                sample=mine.sample,
+                abstained=False,
+                elapsed_ms=None,
+                request_cost=None,
+                ranking=ranking,
+            )
+        )
+    rows = {}
+    for name, answers in ((a, answers_a), (b, answers_b), (f"fuse({a}, {b})", fused)):
+        scores, not_eligible, no_ranking = per_case_retrieval(answers, k)
+        row: dict[str, Any] = {
+            metric: mean_over_eligible(s[metric] for s in scores.values()).mean
+            for metric in RETRIEVAL_METRICS
+        }
+        row.update(eligible=len(scores), not_eligible=not_eligible, no_ranking=no_ranking)
+        rows[name] = row
+    return {"k": k, "method": "reciprocal rank fusion, offset 60", "rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing a variant against limits set in advance
+# ---------------------------------------------------------------------------------------------
+
+
+def variant_limits(
+    report: dict,
+    *,
+    latency_budget_ms: float | None = None,
+    unsupported_limit: float | None = None,
+) -> list[dict]:
+    """Per variant, whether its mean latency is within the budget and its share of unsupported
+    answers (slice all, decided answers) within the limit. A limit not set is not checked
+    (None); a variant without the data to check is marked None (unknown), never as meeting."""
+    rows = []
+    for name, variant in report["variants"].items():
+        generation = variant["generation"]["all"]
+        latency = generation["latency"]
+        unsupported = generation["unsupported_answers"]
+        meets_latency = _within(latency["mean"], latency_budget_ms)
+        meets_unsupported = _within(unsupported["rate"], unsupported_limit)
+        checks = [
+            m
+            for m, limit in (
+                (meets_latency, latency_budget_ms),
+                (meets_unsupported, unsupported_limit),
+            )
+            if limit is not None
+        ]
+        if not checks:
+            meets = None
+        elif all(checks):
+            meets = True
+        elif any(check is False for check in checks):
+            meets = False
+        else:
+            meets = None
+        rows.append(
+            {
+                "variant": name,
+                "latency_mean_ms": latency["mean"],
+                "latency_n": latency["n"],
+                "unsupported_rate": unsupported["rate"],
+                "unsupported": unsupported["unsupported"],
+                "unsupported_n": unsupported["n"],
+                "meets_latency": meets_latency,
+                "meets_unsupported": meets_unsupported,
+                "meets_both": meets,
+            }
+        )
+    return rows
+
+
+def _within(value: float | None, limit: float | None) -> bool | None:
+    if limit is None or value is None:
+        return None
+    return value <= limit
+
+
+# ---------------------------------------------------------------------------------------------
+# Flat tables: the CSV downloads, the command's text output and the page's tables
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    kind: str = "text"  # text, int, rate, float, ms, bool, json, ci, ids, answer_id(s)
+    shown: str = "both"  # "csv": the download only; "people": the page and the command only
+
+    @property
+    def in_csv(self) -> bool:
+        return self.shown != "people"
+
+    @property
+    def for_people(self) -> bool:
+        return self.shown != "csv"
+
+
+@dataclass
+class Table:
+    """Rows are dicts keyed by column key; ``group_by`` names a column whose value splits the
+    table for people (one block per slice), while the CSV keeps it as a column."""
+
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    group_by: str | None = None
+
+    def csv_rows(self) -> Iterable[list[Any]]:
+        columns = [c for c in self.columns if c.in_csv]
+        yield [c.key for c in columns]
+        for row in self.rows:
+            yield [csv_value(row.get(c.key)) for c in columns]
+
+    def groups(self) -> list[tuple[str | None, list[Column], list[list[Any]]]]:
+        """(group value, columns, rows as value lists) for people."""
+        columns = [c for c in self.columns if c.for_people and c.key != self.group_by]
+        grouped: dict[str | None, list[list[Any]]] = {}
+        for row in self.rows:
+            key = row[self.group_by] if self.group_by else None
+            grouped.setdefault(key, []).append([row.get(c.key) for c in columns])
+        return [(key, columns, rows) for key, rows in grouped.items()] or [(None, columns, [])]
+
+
+def _c(spec: str) -> list[Column]:
+    """Columns from 'key:kind:Label' lines; a trailing '|csv' or '|people' limits where the
+    column appears."""
+    columns = []
+    for line in spec.strip().splitlines():
+        line, _, shown = line.strip().partition("|")
+        key, kind, label = line.split(":", 2)
+        columns.append(Column(key, label, kind, shown or "both"))
+    return columns
+
+
+RETRIEVAL_COLUMNS = """
+    recall:rate:Recall@k
+    precision:rate:Precision@k
+    mrr:rate:MRR@k
+    ndcg:rate:nDCG@k
+    eligible:int:Eligible (n)
+    not_eligible:int:Not eligible
+    no_ranking:int:No ranking
+"""
+
+
+def report_tables(report: dict) -> dict[str, Table]:
+    """Every table of the report, flat, from ``evaluate``'s result."""
+    variants = report["variants"]
+    per_slice = [(s, name, v) for s in SLICES for name, v in variants.items()]
+    tables: dict[str, Table] = {}
+
+    tables["retrieval"] = Table(
+        "retrieval",
+        "Retrieval (means over eligible cases)",
+        _c("slice:text:Slice\nvariant:text:Variant\nranking:text:Ranking\nk:int:k")
+        + _c(RETRIEVAL_COLUMNS),
+        [
+            {"slice": s, "variant": name, "ranking": ranking.replace("_", "-"), "k": int(k), **r}
+            for s, name, v in per_slice
+            for ranking in RANKINGS
+            for k, r in v["retrieval"][s][ranking].items()
+        ],
+        group_by="slice",
+    )
+
+    rows = []
+    for s, name, v in per_slice:
+        g = v["generation"][s]
+        f, p, c = g["faithfulness"], g["citation_precision"], g["citation_coverage"]
+        r, u, var = g["relevance"], g["unsupported_answers"], g["generation_variance"]
+        common = {"slice": s, "variant": name}
+        rows += [
+            {
+                **common,
+                "metric": "faithfulness",
+                "value": f["rate"],
+                "count": f["supported"],
+                "n": f["n"],
+                "pending": f["pending"],
+                "unlabelled": f["unlabelled"],
+                "detail": f"contradicted {f['contradicted']}, insufficient {f['insufficient']}",
+            },
+            {
+                **common,
+                "metric": "citation precision",
+                "value": p["rate"],
+                "count": p["supports"],
+                "n": p["links"],
+                "pending": p["pending"],
+                "detail": f"does not support {p['does_not_support']}, not found {p['not_found']}",
+            },
+            {
+                **common,
+                "metric": "citation coverage",
+                "value": c["rate"],
+                "count": c["covered"],
+                "n": c["requiring_evidence"],
+                "pending": c["pending"],
+                "detail": f"not requiring evidence {c['not_requiring_evidence']}",
+            },
+            {
+                **common,
+                "metric": "relevance (mean 0-2)",
+                "value": r["mean"],
+                "n": r["n"],
+                "pending": r["pending"],
+                "unlabelled": g["unlabelled"],
+                "detail": " · ".join(f"{k}: {n}" for k, n in r["counts"].items()),
+            },
+            {
+                **common,
+                "metric": "unsupported answers",
+                "value": u["rate"],
+                "count": u["unsupported"],
+                "n": u["n"],
+                "pending": u["pending"],
+                "detail": "answers with a contradicted or insufficient claim",
+            },
+        ]
+        if var is not None:
+            rows.append(
+                {
+                    **common,
+                    "metric": "generation variance",
+                    "value": var["rate"],
+                    "count": var["differing"],
+                    "n": var["repeated"],
+                    "detail": f"cases whose samples differ; single-sample cases "
+                    f"{var['single_sample']}",
+                }
+            )
+    tables["generation"] = Table(
+        "generation",
+        "Generation (gold labels: agreed or adjudicated only)",
+        _c("""
+            slice:text:Slice
+            variant:text:Variant
+            metric:text:Metric
+            value:rate:Value
+            count:int:Count
+            n:int:n
+            pending:int:Pending
+            unlabelled:int:Unlabelled
+            detail:text:Detail
+        """),
+        rows,
+        group_by="slice",
+    )
+
+    tables["abstention"] = Table(
+        "abstention",
+        "Abstention",
+        _c("""
+            slice:text:Slice
+            variant:text:Variant
+            unanswerable:int:Unanswerable n
+            abstained:int:Abstained
+            abstention_rate:rate:share
+            unsupported:int:Unsupported
+            unsupported_rate:rate:share
+            answered_supported:int:Answered ok
+            pending:int:Pending
+            answerable:int:Answerable n
+            false_abstentions:int:False abst.
+            false_abstention_rate:rate:share
+            gold_appropriate:int:Gold appropriate
+            gold_unnecessary:int:Gold unnecessary
+        """),
+        [
+            {
+                "slice": s,
+                "variant": name,
+                **{k: val for k, val in ab.items() if k != "gold"},
+                "gold_appropriate": ab["gold"]["appropriate"],
+                "gold_unnecessary": ab["gold"]["unnecessary"],
+            }
+            for s, name, v in per_slice
+            for ab in [v["generation"][s]["abstention"]]
+        ],
+        group_by="slice",
+    )
+
+    tables["failure_labels"] = Table(
+        "failure_labels",
+        "Failure labels (answers carrying each label)",
+        _c("slice:text:Slice\nvariant:text:Variant\nanswers:int:Answers (n)")
+        + [Column(label, label, "int") for label in FAILURE_LABELS]
+        + [Column("pending", "Pending", "int")],
+        [
+            {"slice": s, "variant": name, **fl["counts"], **fl}
+            for s, name, v in per_slice
+            for fl in [v["generation"][s]["failure_labels"]]
+        ],
+        group_by="slice",
+    )
+
+    tables["stages"] = Table(
+        "stages",
+        "Stage diagnosis (answers of answerable cases)",
+        _c("""
+            slice:text:Slice
+            variant:text:Variant
+            stage:text:Stage
+            answers:int:Answers
+            n:int:of n
+            cases:int:Cases
+            case_ids:ids:Case ids
+            answer_ids:answer_ids:Answer ids
+        """),
+        [
+            {"slice": s, "variant": name, "stage": stage, "n": block["answers"], **row}
+            for s in STAGE_SLICES
+            for name, v in variants.items()
+            for block in [v["stages"][s]]
+            for stage, row in block["rows"].items()
+        ],
+        group_by="slice",
+    )
+
+    tables["diagnosis"] = Table(
+        "diagnosis",
+        "Diagnosis per answer",
+        _c("""
+            variant:text:Variant
+            answer_id:answer_id:Answer
+            case_id:text:Case
+            sample:int:Sample
+            stage:text:Stage
+            adversarial:bool:Adversarial
+            split:text:Split
+        """),
+        [{"variant": name, **d} for name, v in variants.items() for d in v["diagnosis"]],
+    )
+
+    tables["latency"] = Table(
+        "latency",
+        f"Latency and cost (p95: {P95_METHOD})",
+        _c("""
+            slice:text:Slice
+            variant:text:Variant
+            n:int:n
+            missing:int:Missing
+            mean:ms:Mean (ms)
+            p95:ms:p95 (ms)
+            cost_n:int:Cost n
+            cost_total:float:Cost total
+            cost_mean:float:Cost mean
+        """),
+        [
+            {
+                "slice": s,
+                "variant": name,
+                **g["latency"],
+                "cost_n": g["cost"]["n"],
+                "cost_total": g["cost"]["total"],
+                "cost_mean": g["cost"]["mean"],
+            }
+            for s, name, v in per_slice
+            for g in [v["generation"][s]]
+        ],
+        group_by="slice",
+    )
+    return tables
+
+
+def limits_table(report: dict, limits: list[dict]) -> Table:
+    """The variants with their settings and whether they meet the limits the lead set."""
+    variants = report["variants"]
+    return Table(
+        "variants",
+        "Variants, their settings and the limits",
+        _c("""
+            variant:text:Variant
+            model:text:Model
+            settings:json:Settings
+            answers:int:Answers
+            latency_mean_ms:ms:Mean ms
+            latency_n:int:n
+            unsupported_rate:rate:Unsupported
+            unsupported:int:count
+            unsupported_n:int:of n
+            meets_latency:bool:Budget
+            meets_unsupported:bool:Limit
+            meets_both:bool:Meets
+        """),
+        [
+            {
+                **row,
+                "model": variants[row["variant"]]["model"],
+                "settings": variants[row["variant"]]["settings"],
+                "answers": variants[row["variant"]]["answers"],
+            }
+            for row in limits
+        ],
+    )
+
+
+def comparison_tables(comparison: dict) -> dict[str, Table]:
+    """The paired comparison, its case-by-case transitions and the fusion what-if."""
+    a, b, k = comparison["a"], comparison["b"], comparison["k"]
+    rows, transitions = [], []
+    for metric, m in comparison["metrics"].items():
+        ci = m["diff"]["ci95"] or [None, None]
+        rows.append(
+            {
+                "metric": metric,
+                "pass_rule": m["pass_rule"],
+                **m["counts"],
+                "mean_a": m["mean_a"],
+                "mean_b": m["mean_b"],
+                "mean_diff": m["diff"]["mean_diff"],
+                "ci95": m["diff"]["ci95"],
+                "ci_low": ci[0],
+                "ci_high": ci[1],
+            }
+        )
+        transitions += [
+            {"metric": metric, "transition": kind, "cases": len(ids), "case_ids": ids}
+            for kind, ids in m["transitions"].items()
+        ]
+    latency = comparison["latency_added_ms"]
+    ci = latency["ci95"] or [None, None]
+    rows.append(
+        {
+            "metric": "latency_ms",
+            "pass_rule": "latency added: mean paired difference (b − a), in ms",
+            "paired": latency["n"],
+            "mean_diff": latency["mean_diff"],
+            "ci95": latency["ci95"],
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+        }
+    )
+    return {
+        "comparison": Table(
+            "comparison",
+            f"a = {a} → b = {b}, cases paired by case id (k = {k}; 95% bootstrap interval, "
+            f"seed {comparison['seed']})",
+            _c("""
+                metric:text:Metric
+                pass_rule:text:Pass rule|csv
+                paired:int:Paired n
+                fixed:int:Fixed
+                broken:int:Broken
+                unchanged_pass:int:Same pass
+                unchanged_fail:int:Same fail
+                only_a:int:Only a
+                only_b:int:Only b
+                mean_a:rate:Mean a
+                mean_b:rate:Mean b
+                mean_diff:float:b − a
+                ci95:ci:95% CI|people
+                ci_low:float:CI low|csv
+                ci_high:float:CI high|csv
+            """),
+            rows,
+        ),
+        "fusion": Table(
+            "fusion",
+            f"What if: both rankings fused by reciprocal rank fusion (full ranking, k = {k})",
+            _c("ranking:text:Ranking") + _c(RETRIEVAL_COLUMNS),
+            [{"ranking": name, **r} for name, r in comparison["fusion"]["rows"].items()],
+        ),
+        "transitions": Table(
+            "transitions",
+            f"Transitions {a} → {b}, case by case",
+            _c("""
+                metric:text:Metric
+                transition:text:Transition
+                cases:int:Cases
+                case_ids:ids:Case ids
+            """),
+            transitions,
+        ),
+    }
+
+
+def csv_value(value: Any) -> Any:
+    """A cell for CSV: lists joined by ';', mappings as JSON, None empty, floats unrounded."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def text_value(value: Any, kind: str) -> str:
+    """A cell for people: rates to 3 decimals, milliseconds whole, None as '—'."""
+    if value is None:
+        return "—"
+    if kind == "bool":
+        return "yes" if value else "no"
+    if kind in ("ids", "answer_ids"):
+        return ", ".join(value) if value else "—"
+    if kind == "json":
+        return ", ".join(f"{k}={v}" for k, v in value.items()) if value else "—"
+    if kind == "ci":
+        return f"[{text_value(value[0], 'float')}, {text_value(value[1], 'float')}]"
+    if kind == "rate":
+        return f"{value:.3f}"
+    if kind == "ms":
+        return f"{value:.0f}"
+    if kind == "float":
+        return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)

@@ -1,0 +1,77 @@
+"""The lead reads the evaluation report of the demo project in a real browser, with JavaScript
+off as well as on: every section is there, the charts are accessible images, the limits form
+works by plain GET, and the page fits 1280 px without horizontal scrolling."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import include, path
+from playwright.sync_api import expect
+
+import config.urls
+from annotate.management.commands.load_demo import load as load_demo
+from annotate.models import Project, Role
+from annotate.services import add_member
+from tests.conftest import login, screenshot
+
+urlpatterns = [
+    path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
+    *config.urls.urlpatterns,
+]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.urls(__name__),
+]
+TIMEOUT_MS = 10_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+SECTIONS = ("Retrieval", "Generation", "Abstention", "Stage diagnosis", "Variants", "Latency")
+
+
+@pytest.fixture
+def demo(lead) -> Project:
+    project = load_demo()
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    return project
+
+
+def test_lead_reads_the_demo_report_and_sets_limits(page, demo, lead):
+    login(page, lead)
+    expect(page.locator(".user-menu summary")).to_contain_text(lead.username)
+    page.goto(f"/p/{demo.slug}/evaluation/")
+    for title in SECTIONS:
+        expect(page.get_by_role("heading", name=title, exact=True, level=2)).to_be_visible()
+    expect(page.get_by_text("exponential gain")).to_be_visible()
+    charts = page.locator("svg[role=img]")
+    assert charts.count() >= 15
+    names = page.evaluate(
+        "() => [...document.querySelectorAll('svg[role=img]')]"
+        ".map(svg => svg.querySelector(':scope > title')?.textContent || '')"
+    )
+    assert all(names) and any(name.startswith("Stage diagnosis") for name in names)
+    no_sideways = "document.documentElement.scrollWidth <= window.innerWidth"
+    assert page.evaluate(no_sideways)
+    screenshot(page, "evaluation-report")
+
+    page.fill("input[name=latency_budget]", "1500")
+    page.fill("input[name=unsupported_limit]", "0.3")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url("**latency_budget=1500**")
+    expect(page.get_by_text("Meets the limits:")).to_be_visible()
+    variants = page.locator("#table-variants tbody tr")
+    expect(variants).to_have_count(2)
+
+
+def test_report_shows_its_data_without_javascript(browser, live_server, demo, lead):
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 800}, base_url=live_server.url
+    )
+    page = context.new_page()
+    try:
+        login(page, lead)
+        page.goto(f"/p/{demo.slug}/evaluation/")
+        expect(page.locator("#table-retrieval table").first).to_be_visible()
+        expect(page.locator("#table-stages")).to_contain_text("not_retrieved")
+    finally:
+        context.close()
