@@ -119,7 +119,7 @@ def jsonl(rows) -> Iterator[str]:
 # --- Gold ------------------------------------------------------------------------------------
 
 GOLD_SCHEMA_VERSION = "claimdesk.gold/1"
-GOLD_CHUNK = 200
+GOLD_CHUNK = 500
 CLAIM_LABEL_KEYS = (
     "support",
     "severity",

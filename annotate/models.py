@@ -90,7 +90,9 @@ class Passage(models.Model):
     content_hash = models.CharField(max_length=40)
 
     class Meta:
-        ordering = ["project", "passage_id"]
+        # Orderings name columns (`_id`), never relations: ordering by a relation makes every
+        # query join through to that model's own ordering.
+        ordering = ["project_id", "passage_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "passage_id"], name="unique_passage_id")
         ]
@@ -110,7 +112,7 @@ class Variant(models.Model):
     content_hash = models.CharField(max_length=40)
 
     class Meta:
-        ordering = ["project", "name"]
+        ordering = ["project_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="unique_variant_name")
         ]
@@ -137,7 +139,7 @@ class Case(models.Model):
     content_hash = models.CharField(max_length=40)
 
     class Meta:
-        ordering = ["project", "case_id"]
+        ordering = ["project_id", "case_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "case_id"], name="unique_case_id")
         ]
@@ -156,7 +158,7 @@ class Evidence(models.Model):
     location = models.CharField(max_length=255, blank=True)
 
     class Meta:
-        ordering = ["case", "ordinal"]
+        ordering = ["case_id", "ordinal"]
         verbose_name_plural = "evidence"
         constraints = [
             models.UniqueConstraint(fields=["case", "ordinal"], name="unique_evidence_ordinal")
@@ -182,7 +184,7 @@ class Answer(models.Model):
     content_hash = models.CharField(max_length=40)
 
     class Meta:
-        ordering = ["project", "answer_id"]
+        ordering = ["project_id", "answer_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "answer_id"], name="unique_answer_id"),
             models.UniqueConstraint(
@@ -206,7 +208,7 @@ class RetrievedPassage(models.Model):
     in_prompt = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["answer", "rank"]
+        ordering = ["answer_id", "rank"]
         constraints = [
             models.UniqueConstraint(fields=["answer", "rank"], name="unique_rank_per_answer"),
             models.UniqueConstraint(fields=["answer", "passage"], name="unique_passage_per_answer"),
@@ -230,7 +232,7 @@ class Claim(models.Model):
     )
 
     class Meta:
-        ordering = ["answer", "ordinal"]
+        ordering = ["answer_id", "ordinal"]
         constraints = [
             models.UniqueConstraint(fields=["answer", "ordinal"], name="unique_claim_ordinal"),
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="claim_span_order"),
@@ -252,7 +254,7 @@ class Citation(models.Model):
     )
 
     class Meta:
-        ordering = ["claim", "ordinal"]
+        ordering = ["claim_id", "ordinal"]
         constraints = [
             models.UniqueConstraint(fields=["claim", "cited_id"], name="unique_citation"),
         ]
@@ -273,7 +275,7 @@ class Judgment(models.Model):
     grade = models.PositiveSmallIntegerField()
 
     class Meta:
-        ordering = ["case", "passage"]
+        ordering = ["case_id", "passage_id"]
         constraints = [
             models.UniqueConstraint(fields=["case", "passage"], name="unique_judgment"),
             models.CheckConstraint(condition=Q(grade__gte=0), name="grade_gte_0"),
@@ -355,7 +357,7 @@ class Assignment(models.Model):
     objects = AssignmentQuerySet.as_manager()
 
     class Meta:
-        ordering = ["project", "reviewer", "taken_at"]
+        ordering = ["project_id", "reviewer_id", "taken_at"]
         constraints = [
             models.UniqueConstraint(
                 fields=["answer", "reviewer"], name="one_assignment_per_reviewer"
@@ -385,7 +387,7 @@ class ClaimLabel(models.Model):
     note = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["assignment", "claim"]
+        ordering = ["assignment_id", "claim_id"]
         constraints = [
             models.UniqueConstraint(fields=["assignment", "claim"], name="one_label_per_claim")
         ]
@@ -405,7 +407,7 @@ class LabelRevision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["assignment", "number"]
+        ordering = ["assignment_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["assignment", "number"], name="unique_revision")
         ]
@@ -433,7 +435,7 @@ class Decision(models.Model):
     decided_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["answer", "claim", "field", "decided_at", "pk"]
+        ordering = ["answer_id", "claim_id", "field", "decided_at", "pk"]
         indexes = [models.Index(fields=["answer", "field"], name="decision_item_idx")]
 
     def __str__(self) -> str:

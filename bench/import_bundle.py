@@ -130,7 +130,8 @@ def main() -> None:
         print(
             f"bundle: {lines:,} lines, {size / 1e6:.1f} MB; "
             f"{Answer.objects.count():,} answers, {Claim.objects.count():,} claims, "
-            f"{Citation.objects.count():,} citations, {RetrievedPassage.objects.count():,} retrieved"
+            f"{Citation.objects.count():,} citations, "
+            f"{RetrievedPassage.objects.count():,} retrieved"
         )
         print(f"import: {elapsed:.2f} s for {rows:,} rows = {rows / elapsed:,.0f} rows/s")
 

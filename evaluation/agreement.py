@@ -282,11 +282,36 @@ def field_agreement(
     if groups is not None and len(groups) != len(a):
         raise ValueError(f"groups must be aligned with a: {len(groups)} != {len(a)} items")
     labels = tuple(labels)
-    k = len(labels)
-    if k == 0:
+    if not labels:
         raise ValueError("labels must not be empty")
     a_idx = encode_labels(a, labels, "reviewer A")
     b_idx = encode_labels(b, labels, "reviewer B")
+    group_idx = None
+    if groups is not None and len(a_idx):
+        ids: dict[Hashable, int] = {}
+        group_idx = np.fromiter(
+            (ids.setdefault(g, len(ids)) for g in groups), dtype=np.intp, count=len(a_idx)
+        )
+    return field_agreement_encoded(
+        a_idx, b_idx, labels=labels, weights=weights, group_idx=group_idx, n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def field_agreement_encoded(
+    a_idx: np.ndarray,
+    b_idx: np.ndarray,
+    *,
+    labels: Sequence[Hashable],
+    weights: Weighting = None,
+    group_idx: np.ndarray | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> FieldAgreement:
+    """``field_agreement`` on labels already encoded as positions in ``labels`` and groups as
+    non-negative integers: reports over many slices encode once and select with masks."""
+    labels = tuple(labels)
+    k = len(labels)
     n = len(a_idx)
     conf = _confusion(a_idx, b_idx, k)
     kappa, reason = _kappa_point(a_idx, b_idx, conf, weights)
@@ -302,13 +327,11 @@ def field_agreement(
     ci95 = None
     n_groups = boot_used = boot_skipped = 0
     if n:
-        if groups is None:
+        if group_idx is None:
             group_idx = np.arange(n)
         else:
-            ids: dict[Hashable, int] = {}
-            group_idx = np.fromiter(
-                (ids.setdefault(g, len(ids)) for g in groups), dtype=np.intp, count=n
-            )
+            # Renumber 0..g-1 so the bootstrap draws only groups present in this selection.
+            group_idx = np.unique(group_idx, return_inverse=True)[1]
         n_groups = int(group_idx.max()) + 1
     if kappa is not None and n_boot > 0:
         replicates = _bootstrap_kappas(a_idx, b_idx, group_idx, k, weights, n_boot, seed)

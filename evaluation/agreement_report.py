@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
 
@@ -26,7 +26,7 @@ from evaluation.agreement import (
     SEVERITY,
     SUPPORT,
     evidence_overlap,
-    field_agreement,
+    field_agreement_encoded,
 )
 
 SLICES = ("all", "answerable", "unanswerable", "adversarial")
@@ -42,43 +42,67 @@ LABELS = {
 }
 
 
-@dataclass
 class Aligned:
-    """Parallel lists: item i was labelled a[i] by reviewer A and b[i] by reviewer B."""
+    """Aligned labels of one field, encoded: item i was labelled a[i] by reviewer A and b[i]
+    by reviewer B (positions in the field's label list). Built row by row, then frozen into
+    numpy arrays so slices and pairs are boolean masks."""
 
-    a: list
-    b: list
-    groups: list[int]  # answer id of each item: the bootstrap resamples answers
-    slices: list[frozenset[str]]
-    pairs: list[tuple[int, int]]
+    def __init__(self, labels) -> None:
+        self.labels = tuple(labels)
+        self._code = {label: i for i, label in enumerate(self.labels)}
+        self._rows: list[tuple] = []
 
-    @classmethod
-    def empty(cls) -> Aligned:
-        return cls([], [], [], [], [])
+    def add(self, a, b, group: int, answerable: bool, adversarial: bool, pair) -> None:
+        code_a, code_b = self._code.get(a), self._code.get(b)
+        if code_a is None or code_b is None:
+            return  # an incomplete label (never submitted that way) is no item of agreement
+        low, high = sorted(pair)
+        self._rows.append((code_a, code_b, group, answerable, adversarial, low, high))
 
-    def add(self, a, b, group, slices, pair) -> None:
+    def freeze(self) -> None:
+        rows = np.array(self._rows, dtype=np.int64).reshape(-1, 7)
+        self.a, self.b, self.groups = rows[:, 0], rows[:, 1], rows[:, 2]
+        self.answerable, self.adversarial = rows[:, 3].astype(bool), rows[:, 4].astype(bool)
+        self.pair_low, self.pair_high = rows[:, 5], rows[:, 6]
+        del self._rows
+
+    def slice_mask(self, name: str) -> np.ndarray:
+        return {
+            "all": np.ones(len(self.a), dtype=bool),
+            "answerable": self.answerable,
+            "unanswerable": ~self.answerable,
+            "adversarial": self.adversarial,
+        }[name]
+
+    def pairs(self) -> set[tuple[int, int]]:
+        return set(zip(self.pair_low.tolist(), self.pair_high.tolist(), strict=True))
+
+    def pair_mask(self, pair: tuple[int, int]) -> np.ndarray:
+        return (self.pair_low == pair[0]) & (self.pair_high == pair[1])
+
+
+class EvidenceSets:
+    """The evidence passages each reviewer chose, per claim, with the claim's slice flags."""
+
+    def __init__(self) -> None:
+        self.a: list[frozenset] = []
+        self.b: list[frozenset] = []
+        self.flags: list[tuple[bool, bool]] = []
+
+    def add(self, a, b, answerable: bool, adversarial: bool) -> None:
         self.a.append(a)
         self.b.append(b)
-        self.groups.append(group)
-        self.slices.append(slices)
-        self.pairs.append(pair)
+        self.flags.append((answerable, adversarial))
 
-    def select(self, keep) -> Aligned:
-        idx = [i for i in range(len(self.a)) if keep(i)]
-        return Aligned(
-            [self.a[i] for i in idx],
-            [self.b[i] for i in idx],
-            [self.groups[i] for i in idx],
-            [self.slices[i] for i in idx],
-            [self.pairs[i] for i in idx],
-        )
-
-
-def _slices(answerable: bool, adversarial: bool) -> frozenset[str]:
-    names = {"all", "answerable" if answerable else "unanswerable"}
-    if adversarial:
-        names.add("adversarial")
-    return frozenset(names)
+    def in_slice(self, name: str) -> tuple[list, list]:
+        keep = {
+            "all": lambda f: True,
+            "answerable": lambda f: f[0],
+            "unanswerable": lambda f: not f[0],
+            "adversarial": lambda f: f[1],
+        }[name]
+        idx = [i for i, f in enumerate(self.flags) if keep(f)]
+        return [self.a[i] for i in idx], [self.b[i] for i in idx]
 
 
 def _first_two_sql() -> str:
@@ -96,7 +120,7 @@ def _json(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
-def aligned_claims(project: Project) -> dict[str, Aligned]:
+def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
     """Claim-level fields, aligned. One query."""
     label, answer, case = ClaimLabel._meta.db_table, Answer._meta.db_table, Case._meta.db_table
     sql = f"""
@@ -114,24 +138,25 @@ def aligned_claims(project: Project) -> dict[str, Aligned]:
         WHERE fa.side = 1
         ORDER BY fa.answer_id, la.claim_id
     """
-    out = {name: Aligned.empty() for name in (*CLAIM_REPORT_FIELDS, "evidence")}
+    out = {name: Aligned(LABELS[name]) for name in CLAIM_REPORT_FIELDS}
+    evidence = EvidenceSets()
     with connection.cursor() as cursor:
         cursor.execute(sql, [project.pk])
         for row in cursor.fetchall():
             (answer_id, ra, rb, answerable, adversarial, sa, sb, va, vb, ea, eb, ca, cb, ia, ib) = (
                 row
             )
-            slices, pair = _slices(bool(answerable), bool(adversarial)), (ra, rb)
-            out["support"].add(sa, sb, answer_id, slices, pair)
-            out["severity"].add(va, vb, answer_id, slices, pair)
-            out["requires_evidence"].add(bool(ea), bool(eb), answer_id, slices, pair)
+            flags, pair = (bool(answerable), bool(adversarial)), (ra, rb)
+            out["support"].add(sa, sb, answer_id, *flags, pair)
+            out["severity"].add(va, vb, answer_id, *flags, pair)
+            out["requires_evidence"].add(bool(ea), bool(eb), answer_id, *flags, pair)
             ca, cb = _json(ca) or {}, _json(cb) or {}
             for cited in sorted(ca.keys() & cb.keys()):
-                out["citation"].add(ca[cited], cb[cited], answer_id, slices, pair)
-            out["evidence"].add(
-                frozenset(_json(ia) or ()), frozenset(_json(ib) or ()), answer_id, slices, pair
-            )
-    return out
+                out["citation"].add(ca[cited], cb[cited], answer_id, *flags, pair)
+            evidence.add(frozenset(_json(ia) or ()), frozenset(_json(ib) or ()), *flags)
+    for aligned in out.values():
+        aligned.freeze()
+    return out, evidence
 
 
 def aligned_answers(project: Project) -> dict[str, Aligned]:
@@ -151,63 +176,60 @@ def aligned_answers(project: Project) -> dict[str, Aligned]:
         WHERE fa.side = 1
         ORDER BY fa.answer_id
     """
-    out = {name: Aligned.empty() for name in ANSWER_REPORT_FIELDS}
+    out = {name: Aligned(LABELS[name]) for name in ANSWER_REPORT_FIELDS}
     with connection.cursor() as cursor:
         cursor.execute(sql, [project.pk])
         for answer_id, ra, rb, answerable, adversarial, rel_a, rel_b, abs_a, abs_b in cursor:
-            slices, pair = _slices(bool(answerable), bool(adversarial)), (ra, rb)
-            if rel_a is not None and rel_b is not None:
-                out["relevance"].add(rel_a, rel_b, answer_id, slices, pair)
+            flags, pair = (bool(answerable), bool(adversarial)), (ra, rb)
+            out["relevance"].add(rel_a, rel_b, answer_id, *flags, pair)
             if abs_a and abs_b:
-                out["abstention"].add(abs_a, abs_b, answer_id, slices, pair)
+                out["abstention"].add(abs_a, abs_b, answer_id, *flags, pair)
+    for aligned in out.values():
+        aligned.freeze()
     return out
 
 
-def _field_report(name: str, data: Aligned, *, n_boot: int, seed: int) -> dict:
-    result = field_agreement(
-        data.a,
-        data.b,
-        labels=LABELS[name],
+def _field_report(name: str, data: Aligned, mask, *, n_boot: int, seed: int) -> dict:
+    result = field_agreement_encoded(
+        data.a[mask],
+        data.b[mask],
+        labels=data.labels,
         weights=FIELDS[name].weights,
-        groups=data.groups,
+        group_idx=data.groups[mask],
         n_boot=n_boot,
         seed=seed,
     )
     return result.as_dict()
 
 
-def _evidence_report(data: Aligned) -> dict:
-    overlap = evidence_overlap(data.a, data.b)
-    return {"n": overlap.n, "mean_jaccard": overlap.mean_jaccard}
-
-
 def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """The `agreement --json` shape of SPEC.md, plus evidence overlap."""
-    aligned = {**aligned_claims(project), **aligned_answers(project)}
+    """The `agreement --json` shape of SPEC.md, plus evidence overlap per slice."""
+    claims, evidence = aligned_claims(project)
+    aligned = {**claims, **aligned_answers(project)}
     fields = (*CLAIM_REPORT_FIELDS, *ANSWER_REPORT_FIELDS)
     report: dict = {"project": project.slug, "slices": {}, "pairs": []}
     for slice_name in SLICES:
-        section = {}
-        for name in fields:
-            data = aligned[name].select(lambda i, d=aligned[name], s=slice_name: s in d.slices[i])
-            section[name] = _field_report(name, data, n_boot=n_boot, seed=seed)
-        evidence = aligned["evidence"].select(
-            lambda i, d=aligned["evidence"], s=slice_name: s in d.slices[i]
-        )
-        section["evidence"] = _evidence_report(evidence)
-        report["slices"][slice_name] = section
-    names = _usernames({r for d in aligned.values() for p in d.pairs for r in p})
-    pair_keys = sorted(
-        {tuple(sorted(p)) for d in aligned.values() for p in d.pairs},
-        key=lambda p: (names[p[0]], names[p[1]]),
-    )
-    for key in pair_keys:
-        entry = {"reviewers": [names[key[0]], names[key[1]]]}
-        for name in fields:
-            data = aligned[name].select(
-                lambda i, d=aligned[name], k=key: tuple(sorted(d.pairs[i])) == k
+        section = {
+            name: _field_report(
+                name, aligned[name], aligned[name].slice_mask(slice_name), n_boot=n_boot, seed=seed
             )
-            entry[name] = _field_report(name, data, n_boot=n_boot, seed=seed)
+            for name in fields
+        }
+        overlap = evidence_overlap(*evidence.in_slice(slice_name))
+        section["evidence"] = {"n": overlap.n, "mean_jaccard": overlap.mean_jaccard}
+        report["slices"][slice_name] = section
+    pairs = set().union(*(d.pairs() for d in aligned.values()))
+    names = _usernames({r for pair in pairs for r in pair})
+    for pair in sorted(pairs, key=lambda p: (names[p[0]], names[p[1]])):
+        entry = {"reviewers": [names[pair[0]], names[pair[1]]]}
+        for name in fields:
+            mask = aligned[name].pair_mask(pair)
+            # With one pair (the usual case) its items are exactly the "all" slice.
+            entry[name] = (
+                report["slices"]["all"][name]
+                if mask.all()
+                else _field_report(name, aligned[name], mask, n_boot=n_boot, seed=seed)
+            )
         report["pairs"].append(entry)
     return report
 

@@ -1,0 +1,187 @@
+"""Measure the agreement report and the gold export over 100,000 doubly-labelled claims.
+
+Usage: python bench/agreement_gold.py   (BENCH_DATABASE_URL overrides the default
+postgres://postgres@127.0.0.1:5432/claimdesk_bench, which is dropped and re-created)
+
+Builds a project of 10,000 answers x 10 claims (the import benchmark's bundle), two reviewers
+who label every claim (about 12% disagreements), then times `agreement_report` and runs
+`export_gold` in a child process for the full project and for a tenth of it, printing each
+child's peak memory: a streaming export keeps the two close.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import ROOT, setup_bench_database  # noqa: E402
+from bench.import_bundle import write_bundle  # noqa: E402
+
+SUPPORT = ("supported", "contradicted", "insufficient_evidence")
+SEVERITY = ("none", "minor", "major", "critical")
+
+
+def label_everything(project, reviewers, *, answers_limit=None) -> int:
+    """Two submitted label sets per answer, inserted in bulk."""
+    from django.utils import timezone
+
+    from annotate import bulk
+    from annotate.models import Answer, Assignment, Claim, ClaimLabel
+
+    rng = random.Random(7)
+    now = timezone.now()
+    answers = list(
+        Answer.objects.filter(project=project).order_by("pk").values_list("pk", flat=True)
+    )
+    answers = answers[:answers_limit] if answers_limit else answers
+    claims = {}
+    for answer_id, claim_id in Claim.objects.filter(answer_id__in=answers).values_list(
+        "answer_id", "pk"
+    ):
+        claims.setdefault(answer_id, []).append(claim_id)
+    ids = bulk.allocate_ids(Assignment, 2 * len(answers))
+    rows, labels = [], []
+    for i, answer_id in enumerate(answers):
+        for side, reviewer in enumerate(reviewers):
+            pk = ids[2 * i + side]
+            rows.append(
+                (
+                    pk,
+                    project.pk,
+                    answer_id,
+                    reviewer.pk,
+                    "submitted",
+                    now,
+                    now,
+                    now,
+                    "",
+                    60,
+                    rng.choice((1, 2)),
+                    "",
+                    [],
+                    "",
+                    1,
+                )
+            )
+            for claim_id in claims[answer_id]:
+                support = SUPPORT[0] if rng.random() < 0.7 else rng.choice(SUPPORT)
+                if side == 1 and rng.random() < 0.12:
+                    support = rng.choice(SUPPORT)
+                severity = "none" if support == "supported" else rng.choice(SEVERITY[1:])
+                labels.append((pk, claim_id, support, severity, True, [], "", {}, ""))
+    bulk.insert_rows(
+        Assignment,
+        [
+            "id",
+            "project_id",
+            "answer_id",
+            "reviewer_id",
+            "status",
+            "taken_at",
+            "touched_at",
+            "submitted_at",
+            "release_reason",
+            "seconds_spent",
+            "relevance",
+            "abstention",
+            "failure_labels",
+            "note",
+            "revision",
+        ],
+        rows,
+    )
+    label_ids = bulk.allocate_ids(ClaimLabel, len(labels))
+    bulk.insert_rows(
+        ClaimLabel,
+        [
+            "id",
+            "assignment_id",
+            "claim_id",
+            "support",
+            "severity",
+            "requires_evidence",
+            "evidence_ids",
+            "evidence_quote",
+            "citations",
+            "note",
+        ],
+        ((pk, *row) for pk, row in zip(label_ids, labels, strict=True)),
+    )
+    return len(labels) // 2
+
+
+def export_in_child(slug: str) -> tuple[float, float, int]:
+    """(seconds, peak MB of the child, bytes written) for export_gold of one project."""
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as out:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "manage.py", "export_gold", "--project", slug, "--output", out.name],
+            cwd=ROOT,
+            check=True,
+            env=os.environ.copy(),
+        )
+        elapsed = time.perf_counter() - start
+        size = Path(out.name).stat().st_size
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, peak_kb / 1024, size
+
+
+def main() -> None:
+    setup_bench_database()
+    from django.db import transaction
+
+    from annotate.models import Project
+    from annotate.services import add_member, import_bundle, open_labelling
+    from evaluation.agreement_report import agreement_report
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.jsonl"
+        write_bundle(path)
+        for slug in ("tenth", "full"):
+            with path.open("rb") as stream:
+                project = import_bundle(lines=stream, project_slug=slug).project
+            reviewers = [
+                add_member(project=project, username=f"{slug}-{n}", role="reviewer").user
+                for n in ("a", "b")
+            ]
+            open_labelling(project=project)
+            with transaction.atomic():
+                claims = label_everything(
+                    project, reviewers, answers_limit=1000 if slug == "tenth" else None
+                )
+            print(f"{slug}: {claims:,} doubly-labelled claims")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # as autovacuum would after a bulk load
+
+    full = Project.objects.get(slug="full")
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        report = agreement_report(full)
+        timings.append(time.perf_counter() - start)
+    support = report["slices"]["all"]["support"]
+    print(
+        f"agreement report (all fields, 4 slices, pairs, 1,000 bootstrap replicates each): "
+        f"median {statistics.median(timings):.2f} s over 3 runs "
+        f"(support: n={support['n']:,}, kappa={support['kappa']:.3f})"
+    )
+    for slug in ("tenth", "full"):
+        seconds, peak_mb, size = export_in_child(slug)
+        print(
+            f"gold export '{slug}': {seconds:.1f} s, {size / 1e6:.0f} MB written, "
+            f"child peak RSS so far {peak_mb:.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
