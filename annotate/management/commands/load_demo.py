@@ -20,6 +20,22 @@ PEOPLE = [
     ("carol", Role.REVIEWER),
 ]
 PASSWORD = "claimdesk-demo"
+GUIDELINES = """\
+Label what the supplied passages permit, not what you know.
+
+Support, per claim
+- supported: a passage shown here states it (quote the words that decide it).
+- contradicted: a passage shown here says otherwise (quote it).
+- insufficient evidence: nothing shown decides it. Not found is not false.
+
+Severity: how much the claim could harm a student relying on it (none for supported claims).
+Needs evidence: untick for hedges, pleasantries and "the notes do not say" statements.
+Citations: judge each cited passage against its own claim only; a valid id is not support.
+Relevance (whole answer): 0 off-topic, 1 covers part of the question, 2 covers every part.
+Scored apart from correctness.
+Abstention: appropriate when the passages shown cannot support an answer; unnecessary when
+they can, whatever the notes might contain elsewhere.
+"""
 
 
 class Command(BaseCommand):
@@ -46,6 +62,8 @@ def load() -> Project:
         project = import_bundle(lines=stream, project_slug=SLUG).project
     for username, role in PEOPLE:
         add_member(project=project, username=username, role=role, password=PASSWORD)
+    project.guidelines = GUIDELINES
+    project.save(update_fields=["guidelines"])
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
