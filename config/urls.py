@@ -10,5 +10,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("p/<slug:slug>/agreement/", agreement_views.agreement, name="agreement"),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
+    path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("", include("annotate.urls")),
 ]

@@ -1,0 +1,713 @@
+"""Judge-versus-gold calibration, run comparison and few-shot export (reads only).
+
+Everything is computed where it is read, from the current gold (annotate.gold derives it from
+the reviewers' labels and the leads' decisions): a run re-scored after an adjudication shows
+the change. The statistics are evaluation.calibration's and evaluation.agreement's pure
+functions; this module only chooses the items and hands them the right arrays.
+
+Items, for claim support (SPEC.md "Model judges"):
+- **gold items** are the claims of the chosen split whose gold support is decided (agreed or
+  adjudicated). Each is *scored* (the judge gave an ok label), *malformed*, *timed out* or
+  *missing* (no verdict); n counts the scored ones and coverage = n / gold items;
+- the **target** is every claim the judge labelled (ok) that has no gold support yet, in any
+  split: the population whose unsupported share the corrected estimates are about.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models.functions import Length
+from django.urls import NoReverseMatch, reverse
+from scipy.stats import binomtest
+
+from annotate.gold import ItemPair, judge_split, pairs_for_project
+from annotate.models import Answer, Citation, Claim, Project, RetrievedPassage
+from evaluation.agreement import (
+    RELEVANCE,
+    SMALL_SAMPLE_N,
+    SUPPORT,
+    evidence_overlap,
+    field_agreement,
+)
+from evaluation.calibration import (
+    binary_rates,
+    corrected_estimates,
+    judge_report,
+    unsupported_indicator,
+)
+from evaluation.judges import same_model
+from evaluation.models import JudgeRun, Verdict
+
+SPLITS = ("judge_test", "judge_dev", "all")
+DEFAULT_SPLIT = "judge_test"
+SUPPORTED = "supported"
+OK, MALFORMED, TIMEOUT = Verdict.Status.OK, Verdict.Status.MALFORMED, Verdict.Status.TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerInfo:
+    pk: int
+    answer_id: str
+    task_number: int | None
+    case_id: str
+    split: str
+    variant: str
+    variant_model: str
+    abstained: bool
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    pk: int
+    answer: AnswerInfo
+    ordinal: int
+    text: str
+
+
+@dataclass
+class ProjectGold:
+    """A project's answers and claims with their current gold, loaded once (five queries) and
+    shared by every report that needs them."""
+
+    project: Project
+    answers: dict[int, AnswerInfo]
+    claims: dict[int, ClaimInfo]
+    claim_pairs: dict[int, ItemPair]
+    answer_pairs: dict[int, ItemPair]
+
+    def gold_support(self, claim_pk: int) -> str | None:
+        pair = self.claim_pairs.get(claim_pk)
+        value = pair.gold.get("support") if pair else None
+        return value if value in SUPPORT else None
+
+    def claims_in(self, split: str) -> list[ClaimInfo]:
+        """Claims of the split, in answer and claim order."""
+        chosen = [c for c in self.claims.values() if in_split(c.answer.split, split)]
+        return sorted(chosen, key=lambda c: (c.answer.answer_id, c.ordinal))
+
+
+def in_split(item_split: str, split: str) -> bool:
+    return split == "all" or item_split == split
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return split
+
+
+def load_gold(project: Project) -> ProjectGold:
+    answers: dict[int, AnswerInfo] = {}
+    rows = (
+        Answer.objects.filter(project=project)
+        .annotate(length=Length("text"))
+        .values_list(
+            "pk",
+            "answer_id",
+            "task_number",
+            "case__case_id",
+            "variant__name",
+            "variant__model",
+            "abstained",
+            "length",
+        )
+    )
+    splits: dict[str, str] = {}
+    for pk, answer_id, task, case_id, variant, model, abstained, length in rows:
+        split = splits.get(case_id) or splits.setdefault(case_id, judge_split(case_id))
+        answers[pk] = AnswerInfo(
+            pk, answer_id, task, case_id, split, variant, model or "", abstained, length or 0
+        )
+    claims = {
+        pk: ClaimInfo(pk, answers[answer_pk], ordinal, text)
+        for pk, answer_pk, ordinal, text in Claim.objects.filter(
+            answer__project=project
+        ).values_list("pk", "answer_id", "ordinal", "text")
+    }
+    answer_pairs, claim_pairs = pairs_for_project(project)
+    return ProjectGold(
+        project=project,
+        answers=answers,
+        claims=claims,
+        claim_pairs={p.claim_id: p for p in claim_pairs},
+        answer_pairs={p.answer_id: p for p in answer_pairs},
+    )
+
+
+@dataclass
+class RunVerdicts:
+    claims: dict[int, dict[str, Any]]  # claim pk -> verdict row
+    answers: dict[int, dict[str, Any]]  # answer pk -> answer-level verdict row
+
+    def all(self) -> list[dict[str, Any]]:
+        return sorted([*self.claims.values(), *self.answers.values()], key=lambda v: v["line"])
+
+
+def load_verdicts(run: JudgeRun) -> RunVerdicts:
+    claims, answers = {}, {}
+    for row in Verdict.objects.filter(run=run).values(
+        "line",
+        "answer_id",
+        "claim_id",
+        "status",
+        "problem",
+        "label",
+        "relevance",
+        "evidence_ids",
+        "quote",
+        "quote_found",
+        "raw",
+    ):
+        if row["claim_id"] is None:
+            answers[row["answer_id"]] = row
+        else:
+            claims[row["claim_id"]] = row
+    return RunVerdicts(claims=claims, answers=answers)
+
+
+def item_url(
+    project: Project, run: JudgeRun, answer_pk: int, ordinal: int | None = None
+) -> str | None:
+    """The page showing the item with gold and verdict; None where the judge pages are not
+    mounted (the numbers must not depend on a URL configuration)."""
+    try:
+        url = reverse(
+            "judge_answer",
+            kwargs={"slug": project.slug, "run_pk": run.pk, "answer_pk": answer_pk},
+        )
+    except NoReverseMatch:
+        return None
+    return f"{url}#claim-{ordinal}" if ordinal is not None else url
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+# --- Calibration -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scored:
+    claim: ClaimInfo
+    pair: ItemPair
+    verdict: dict[str, Any]
+
+    @property
+    def gold(self) -> str:
+        return self.pair.gold["support"]
+
+    @property
+    def judge(self) -> str:
+        return self.verdict["label"]
+
+
+def _score_items(
+    gold: ProjectGold, verdicts: RunVerdicts, split: str
+) -> tuple[list[Scored], dict[str, int]]:
+    """The split's gold claims the judge labelled (ok), and how the others were lost."""
+    scored: list[Scored] = []
+    lost = {"malformed": 0, "timeouts": 0, "missing": 0, "gold_items": 0}
+    for claim in gold.claims_in(split):
+        if gold.gold_support(claim.pk) is None:
+            continue
+        lost["gold_items"] += 1
+        verdict = verdicts.claims.get(claim.pk)
+        if verdict is None:
+            lost["missing"] += 1
+        elif verdict["status"] == MALFORMED:
+            lost["malformed"] += 1
+        elif verdict["status"] == TIMEOUT:
+            lost["timeouts"] += 1
+        else:
+            scored.append(Scored(claim, gold.claim_pairs[claim.pk], verdict))
+    return scored, lost
+
+
+def calibration_report(
+    *,
+    run: JudgeRun,
+    split: str = DEFAULT_SPLIT,
+    gold: ProjectGold | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The judge-versus-gold report of `calibration --json` (SPEC.md keys, and more)."""
+    check_split(split)
+    project = run.project
+    gold = gold or load_gold(project)
+    verdicts = load_verdicts(run)
+    scored, lost = _score_items(gold, verdicts, split)
+    gold_labels = [s.gold for s in scored]
+    judge_labels = [s.judge for s in scored]
+    report = judge_report(gold_labels, judge_labels, SUPPORT)
+    rates = binary_rates(gold_labels, judge_labels)
+    human = _human_agreement(gold, split, n_boot=min(n_boot, 1000), seed=seed)
+
+    target = [
+        v["label"]
+        for claim_pk, v in sorted(verdicts.claims.items())
+        if v["status"] == OK and gold.gold_support(claim_pk) is None
+    ]
+    corrected = corrected_estimates(
+        unsupported_indicator(gold_labels),
+        unsupported_indicator(judge_labels),
+        unsupported_indicator(target),
+        n_boot=n_boot,
+        seed=seed,
+    )
+    n = report.n
+    return {
+        "project": project.slug,
+        "judge": run.name,
+        "model": run.model,
+        "model_version": run.model_version,
+        "prompt_sha256": run.prompt_sha256,
+        "split": split,
+        "gold_items": lost["gold_items"],
+        "n": n,
+        "malformed": lost["malformed"],
+        "timeouts": lost["timeouts"],
+        "missing": lost["missing"],
+        "coverage": _rate(n, lost["gold_items"]),
+        "small_sample": n < SMALL_SAMPLE_N,
+        "accuracy": report.accuracy,
+        "kappa": report.kappa,
+        "kappa_undefined_reason": report.kappa_undefined_reason,
+        "human_kappa": human["kappa"],
+        "human_agreement": human,
+        "tpr": rates.tpr,
+        "tnr": rates.tnr,
+        "rates": rates.as_dict(),
+        "confusion": {
+            "labels": list(report.labels),
+            "matrix": [list(row) for row in report.matrix],
+        },
+        "per_label": report.as_dict()["per_label"],
+        "disagreements": [
+            _item(project, run, s.claim, gold=s.gold, judge=s.judge, pair=s.pair, verdict=s.verdict)
+            for s in scored
+            if s.gold != s.judge
+        ],
+        "corrected": corrected,
+        "bias": _bias(gold, verdicts, scored),
+        "relevance": _relevance(gold, verdicts, split),
+        "run": _run_summary(run, gold, verdicts),
+        "problems": _problems(project, run, gold, verdicts),
+    }
+
+
+def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, **labels) -> dict:
+    row = {
+        "answer_id": claim.answer.answer_id,
+        "claim_index": claim.ordinal,
+        "case_id": claim.answer.case_id,
+        "task_number": claim.answer.task_number,
+        "claim": claim.text,
+        **labels,
+    }
+    if pair is not None:
+        row["gold_source"] = pair.source.get("support")
+    if verdict is not None:
+        row["quote"] = verdict["quote"]
+        row["quote_found"] = verdict["quote_found"]
+    row["url"] = item_url(project, run, claim.answer.pk, claim.ordinal)
+    return row
+
+
+def _human_agreement(gold: ProjectGold, split: str, *, n_boot: int, seed: int) -> dict:
+    """Reviewer A versus reviewer B on support over the split's doubly-labelled claims: the
+    ceiling a judge can be expected to reach against gold."""
+    pairs = [
+        p
+        for p in gold.claim_pairs.values()
+        if in_split(gold.answers[p.answer_id].split, split)
+        and p.a.get("support") in SUPPORT
+        and p.b.get("support") in SUPPORT
+    ]
+    pairs.sort(key=lambda p: (p.answer_id, p.ordinal))
+    result = field_agreement(
+        [p.a["support"] for p in pairs],
+        [p.b["support"] for p in pairs],
+        labels=SUPPORT,
+        groups=[p.answer_id for p in pairs],
+        n_boot=n_boot,
+        seed=seed,
+    )
+    return {
+        "n": result.n,
+        "raw_agreement": result.raw_agreement,
+        "kappa": result.kappa,
+        "ci95": list(result.ci95) if result.ci95 else None,
+        "kappa_undefined_reason": result.kappa_undefined_reason,
+    }
+
+
+def _pass_rows(
+    keys: Iterable[Hashable],
+    judged: list[tuple[Hashable, str]],
+    on_gold: list[tuple[Hashable, str, str]],
+    name: Callable[[Hashable], str],
+) -> list[dict[str, Any]]:
+    """Judge pass rate (share `supported`) per group, beside the gold pass rate of the same
+    group: a gap that differs between groups is the bias, not the pass rate alone."""
+    n, passed = defaultdict(int), defaultdict(int)
+    for key, label in judged:
+        n[key] += 1
+        passed[key] += label == SUPPORTED
+    gn, gold_passed, judge_passed = defaultdict(int), defaultdict(int), defaultdict(int)
+    for key, gold_label, judge_label in on_gold:
+        gn[key] += 1
+        gold_passed[key] += gold_label == SUPPORTED
+        judge_passed[key] += judge_label == SUPPORTED
+    return [
+        {
+            "group": name(key),
+            "n": n[key],
+            "pass_rate": _rate(passed[key], n[key]),
+            "gold_n": gn[key],
+            "gold_pass_rate": _rate(gold_passed[key], gn[key]),
+            "judge_pass_rate_on_gold": _rate(judge_passed[key], gn[key]),
+        }
+        for key in keys
+    ]
+
+
+def _bias(gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored]) -> dict[str, Any]:
+    judged = [
+        (gold.claims[pk], v["label"]) for pk, v in verdicts.claims.items() if v["status"] == OK
+    ]
+    on_gold = [(s.claim, s.gold, s.judge) for s in scored]
+
+    lengths = sorted({c.answer.pk: c.answer.length for c, _ in judged}.values())
+    cuts = np.quantile(lengths, [1 / 3, 2 / 3]).tolist() if lengths else [0.0, 0.0]
+
+    def tercile(claim: ClaimInfo) -> int:
+        return 0 if claim.answer.length <= cuts[0] else 1 if claim.answer.length <= cuts[1] else 2
+
+    tercile_names = [
+        f"short (≤ {cuts[0]:.0f} characters)",
+        f"medium ({cuts[0]:.0f}–{cuts[1]:.0f})",
+        f"long (> {cuts[1]:.0f})",
+    ]
+
+    def by(key: Callable[[ClaimInfo], Hashable], keys, name) -> list[dict[str, Any]]:
+        return _pass_rows(
+            keys,
+            [(key(c), label) for c, label in judged],
+            [(key(c), g, j) for c, g, j in on_gold],
+            name,
+        )
+
+    variants = sorted(
+        {c.answer.variant for c, _ in judged} | {c.answer.variant for c, *_ in on_gold}
+    )
+    overlap = evidence_overlap(
+        [s.verdict["evidence_ids"] or [] for s in scored],
+        [_gold_evidence_ids(s.pair) for s in scored],
+    )
+    return {
+        "answer_length": by(tercile, range(3), lambda k: tercile_names[k]),
+        "variant": by(lambda c: c.answer.variant, variants, str),
+        "abstention": by(
+            lambda c: c.answer.abstained,
+            (False, True),
+            lambda k: "abstained" if k else "answered",
+        ),
+        "evidence_overlap": overlap.as_dict(),
+    }
+
+
+def _gold_evidence_ids(pair: ItemPair) -> list[str]:
+    value = pair.gold.get("evidence")
+    if isinstance(value, dict):
+        return list(value.get("evidence_ids") or [])
+    if isinstance(value, list):
+        return list(value)
+    return []
+
+
+def _relevance(gold: ProjectGold, verdicts: RunVerdicts, split: str) -> dict[str, Any]:
+    """The judge's answer-level relevance against gold relevance (linear-weighted kappa)."""
+    g, j = [], []
+    lost = {"malformed": 0, "timeouts": 0, "missing": 0}
+    for answer_pk, pair in sorted(gold.answer_pairs.items()):
+        if not in_split(gold.answers[answer_pk].split, split):
+            continue
+        if pair.gold.get("relevance") not in RELEVANCE:
+            continue
+        verdict = verdicts.answers.get(answer_pk)
+        if verdict is None:
+            lost["missing"] += 1
+        elif verdict["status"] == MALFORMED:
+            lost["malformed"] += 1
+        elif verdict["status"] == TIMEOUT:
+            lost["timeouts"] += 1
+        else:
+            g.append(pair.gold["relevance"])
+            j.append(verdict["relevance"])
+    report = judge_report(g, j, RELEVANCE, weights="linear")
+    return {
+        "n": report.n,
+        **lost,
+        "accuracy": report.accuracy,
+        "kappa": report.kappa,
+        "weighting": "linear",
+        "confusion": {
+            "labels": list(report.labels),
+            "matrix": [list(row) for row in report.matrix],
+        },
+    }
+
+
+def _run_summary(run: JudgeRun, gold: ProjectGold, verdicts: RunVerdicts) -> dict[str, Any]:
+    rows = verdicts.all()
+    self_judged = sum(
+        same_model(run.model, gold.answers[v["answer_id"]].variant_model) for v in rows
+    )
+    return {
+        "name": run.name,
+        "model": run.model,
+        "model_version": run.model_version,
+        "prompt_sha256": run.prompt_sha256,
+        "settings": run.settings,
+        "imported_at": run.imported_at.isoformat(),
+        "verdicts": len(rows),
+        "claim_verdicts": len(verdicts.claims),
+        "answer_verdicts": len(verdicts.answers),
+        "ok": sum(v["status"] == OK for v in rows),
+        "malformed": sum(v["status"] == MALFORMED for v in rows),
+        "timeouts": sum(v["status"] == TIMEOUT for v in rows),
+        "quotes_not_found": sum(v["quote_found"] is False for v in rows),
+        "self_judged": self_judged,
+        "self_judged_models": sorted(
+            {
+                a.variant_model
+                for a in gold.answers.values()
+                if same_model(run.model, a.variant_model)
+            }
+        ),
+    }
+
+
+def _problems(project, run, gold: ProjectGold, verdicts: RunVerdicts) -> dict[str, list]:
+    """Every verdict of the run that was not scored, or whose quote was not found."""
+    out: dict[str, list] = {"malformed": [], "timeouts": [], "quotes_not_found": []}
+    for v in verdicts.all():
+        answer = gold.answers[v["answer_id"]]
+        claim = gold.claims.get(v["claim_id"]) if v["claim_id"] else None
+        row = {
+            "line": v["line"],
+            "answer_id": answer.answer_id,
+            "case_id": answer.case_id,
+            "task_number": answer.task_number,
+            "claim_index": claim.ordinal if claim else None,
+            "url": item_url(project, run, answer.pk, claim.ordinal if claim else None),
+        }
+        if v["status"] == MALFORMED:
+            out["malformed"].append({**row, "problem": v["problem"], "raw": v["raw"]})
+        elif v["status"] == TIMEOUT:
+            out["timeouts"].append({**row, "raw": v["raw"]})
+        if v["quote_found"] is False:
+            out["quotes_not_found"].append(
+                {**row, "quote": v["quote"], "evidence_ids": v["evidence_ids"]}
+            )
+    return out
+
+
+# --- Comparing two runs ----------------------------------------------------------------------
+
+
+def compare_runs(
+    *,
+    run_a: JudgeRun,
+    run_b: JudgeRun,
+    split: str = DEFAULT_SPLIT,
+    gold: ProjectGold | None = None,
+) -> dict[str, Any]:
+    """Two runs of one project on the same gold items: the split's gold claims both labelled.
+
+    Besides each run's accuracy and kappa on those items, the discordant items decide which is
+    better: an exact McNemar test on the claims exactly one of them gets right.
+    """
+    check_split(split)
+    if run_a.project_id != run_b.project_id:
+        raise ValueError("both runs must belong to the same project")
+    project = run_a.project
+    gold = gold or load_gold(project)
+    va, vb = load_verdicts(run_a), load_verdicts(run_b)
+    scored_a, _ = _score_items(gold, va, split)
+    scored_b = {s.claim.pk: s for s in _score_items(gold, vb, split)[0]}
+    both = [(s, scored_b[s.claim.pk]) for s in scored_a if s.claim.pk in scored_b]
+    g = [a.gold for a, _ in both]
+    report_a = judge_report(g, [a.judge for a, _ in both], SUPPORT)
+    report_b = judge_report(g, [b.judge for _, b in both], SUPPORT)
+    right_a = np.array([a.judge == a.gold for a, _ in both], dtype=bool)
+    right_b = np.array([b.judge == b.gold for _, b in both], dtype=bool)
+    only_a, only_b = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
+    discordant = only_a + only_b
+    return {
+        "project": project.slug,
+        "split": split,
+        "n": len(both),
+        "a": _compare_side(run_a, report_a, len(scored_a)),
+        "b": _compare_side(run_b, report_b, len(scored_b)),
+        "both_right": int((right_a & right_b).sum()),
+        "only_a_right": only_a,
+        "only_b_right": only_b,
+        "both_wrong": int((~right_a & ~right_b).sum()),
+        "mcnemar_p": binomtest(only_a, discordant, 0.5).pvalue if discordant else None,
+        "differences": [
+            _item(project, run_a, a.claim, gold=a.gold, a=a.judge, b=b.judge, pair=a.pair)
+            for a, b in both
+            if a.judge != b.judge
+        ],
+    }
+
+
+def _compare_side(run: JudgeRun, report, scored_in_split: int) -> dict[str, Any]:
+    return {
+        "judge": run.name,
+        "pk": run.pk,
+        "model": run.model,
+        "model_version": run.model_version,
+        "scored_in_split": scored_in_split,
+        "accuracy": report.accuracy,
+        "kappa": report.kappa,
+        "confusion": {
+            "labels": list(report.labels),
+            "matrix": [list(row) for row in report.matrix],
+        },
+    }
+
+
+# --- Few-shot export -------------------------------------------------------------------------
+
+
+def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> list[dict]:
+    """Worked examples for writing a judge prompt: the gold claims of `judge_dev` cases only,
+    never `judge_test` (those measure the judge, so it must not have seen them). Each carries
+    what the reviewers saw: the question, the answer, and its passages (retrieved, then cited)."""
+    gold = gold or load_gold(project)
+    chosen = [
+        c
+        for c in gold.claims_in("judge_dev")
+        if c.answer.split == "judge_dev" and gold.gold_support(c.pk) is not None
+    ]
+    answer_pks = sorted({c.answer.pk for c in chosen})
+    answers = {
+        a.pk: a
+        for a in Answer.objects.filter(pk__in=answer_pks)
+        .select_related("case")
+        .only("pk", "text", "case__question")
+    }
+    passages: dict[int, dict[str, str]] = defaultdict(dict)
+    for r in (
+        RetrievedPassage.objects.filter(answer_id__in=answer_pks)
+        .order_by("answer_id", "rank")
+        .values_list("answer_id", "passage__passage_id", "passage__text")
+    ):
+        passages[r[0]].setdefault(r[1], r[2])
+    for r in (
+        Citation.objects.filter(claim__answer_id__in=answer_pks, passage__isnull=False)
+        .order_by("claim__answer_id", "claim__ordinal", "ordinal")
+        .values_list("claim__answer_id", "passage__passage_id", "passage__text")
+    ):
+        passages[r[0]].setdefault(r[1], r[2])
+
+    examples = []
+    for claim in chosen:
+        pair = gold.claim_pairs[claim.pk]
+        answer = answers[claim.answer.pk]
+        evidence = pair.gold.get("evidence")
+        quote = evidence.get("evidence_quote") if isinstance(evidence, dict) else ""
+        if pair.source.get("support") == "adjudicated":
+            rationale = pair.rationale.get("support", "")
+        else:
+            notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
+            rationale = " / ".join(dict.fromkeys(n for n in notes if n))
+        examples.append(
+            {
+                "answer_id": claim.answer.answer_id,
+                "claim_index": claim.ordinal,
+                "split": "judge_dev",
+                "question": answer.case.question,
+                "answer": answer.text,
+                "passages": [
+                    {"passage_id": pid, "text": text}
+                    for pid, text in passages[claim.answer.pk].items()
+                ],
+                "claim": claim.text,
+                "label": pair.gold["support"],
+                "evidence_ids": _gold_evidence_ids(pair),
+                "quote": quote or "",
+                "rationale": rationale,
+                "gold_source": pair.source.get("support"),
+            }
+        )
+    return examples
+
+
+# --- One answer, as the judge and the gold see it --------------------------------------------
+
+
+@dataclass
+class ClaimRow:
+    claim: Claim
+    pair: ItemPair | None
+    verdict: Verdict | None
+
+    @property
+    def gold(self) -> str | None:
+        value = self.pair.gold.get("support") if self.pair else None
+        return value if value in SUPPORT else None
+
+    @property
+    def agrees(self) -> bool | None:
+        if self.gold is None or self.verdict is None or self.verdict.status != OK:
+            return None
+        return self.verdict.label == self.gold
+
+
+@dataclass
+class AnswerDetail:
+    answer: Answer
+    split: str
+    claims: list[ClaimRow]
+    answer_pair: ItemPair | None
+    answer_verdict: Verdict | None
+    passages: list[tuple[int | None, Any]]  # (rank or None when only cited, passage)
+
+
+def answer_detail(*, run: JudgeRun, answer: Answer) -> AnswerDetail:
+    """An answer's claims with gold and this run's verdicts, and the passages shown with it.
+    `answer` must already be scoped to the run's project by the caller."""
+    answer_pairs, claim_pairs = pairs_for_project(run.project, answer_ids=[answer.pk])
+    by_claim = {p.claim_id: p for p in claim_pairs}
+    verdicts = list(Verdict.objects.filter(run=run, answer=answer))
+    claim_verdicts = {v.claim_id: v for v in verdicts if v.claim_id is not None}
+    claims = list(answer.claims.prefetch_related("citations__passage"))
+    passages: list[tuple[int | None, Any]] = []
+    seen: set[str] = set()
+    for r in answer.retrieved.select_related("passage"):
+        passages.append((r.rank, r.passage))
+        seen.add(r.passage.passage_id)
+    for claim in claims:
+        for citation in claim.citations.all():
+            if citation.passage is not None and citation.passage.passage_id not in seen:
+                passages.append((None, citation.passage))
+                seen.add(citation.passage.passage_id)
+    return AnswerDetail(
+        answer=answer,
+        split=judge_split(answer.case.case_id),
+        claims=[ClaimRow(c, by_claim.get(c.pk), claim_verdicts.get(c.pk)) for c in claims],
+        answer_pair=answer_pairs[0] if answer_pairs else None,
+        answer_verdict=next((v for v in verdicts if v.claim_id is None), None),
+        passages=passages,
+    )

@@ -1,0 +1,88 @@
+import json as jsonlib
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.models import Project
+from evaluation.judge_reports import DEFAULT_SPLIT, SPLITS, calibration_report
+from evaluation.models import JudgeRun
+
+
+def _rate(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+class Command(BaseCommand):
+    help = "A model judge's run against the gold labels (default split judge_test)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument("--judge", required=True, help="the run's name")
+        parser.add_argument("--split", choices=SPLITS, default=DEFAULT_SPLIT)
+        parser.add_argument("--json", action="store_true", help="print the JSON report")
+        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
+    def handle(self, *args, project, judge, split, json: bool, seed: int, **options):
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            raise CommandError(f"No project '{project}'.")
+        run = JudgeRun.objects.filter(project=found, name=judge).select_related("project").first()
+        if run is None:
+            names = ", ".join(found.judge_runs.values_list("name", flat=True)) or "none"
+            raise CommandError(f"No judge run '{judge}' in '{project}' (runs: {names}).")
+        report = calibration_report(run=run, split=split, seed=seed)
+        if json:
+            self.stdout.write(jsonlib.dumps(report, indent=2, ensure_ascii=False))
+            return
+        self._print(report)
+
+    def _print(self, r) -> None:
+        out = self.stdout.write
+        out(
+            f"{r['judge']} ({r['model']}{'@' + r['model_version'] if r['model_version'] else ''})"
+            f" on {r['project']}, split {r['split']}"
+        )
+        if r["run"]["self_judged"]:
+            out(
+                f"WARNING self-judging: {r['run']['self_judged']} verdict(s) grade the judge's "
+                "own generator"
+            )
+        out(
+            f"  gold claims {r['gold_items']}: scored n = {r['n']}, malformed {r['malformed']}, "
+            f"timeouts {r['timeouts']}, no verdict {r['missing']}; coverage {_rate(r['coverage'])}"
+        )
+        if r["small_sample"]:
+            out("  small sample (n < 30): read the counts, not only the rates")
+        kappa = _rate(r["kappa"]) if r["kappa"] is not None else "undefined"
+        out(
+            f"  accuracy {_rate(r['accuracy'])}  kappa {kappa}  "
+            f"(human–human kappa {_rate(r['human_kappa'])}, n = {r['human_agreement']['n']})"
+        )
+        out(f"  unsupported = positive: TPR {_rate(r['tpr'])}  TNR {_rate(r['tnr'])}")
+        labels = r["confusion"]["labels"]
+        out("  confusion (rows gold, columns judge):")
+        out("    " + " " * 22 + "".join(f"{label[:12]:>14}" for label in labels))
+        for label, row in zip(labels, r["confusion"]["matrix"], strict=True):
+            out(f"    {label:<22}" + "".join(f"{cell:>14}" for cell in row))
+        out("  per label: precision / recall / F1 (gold n)")
+        for s in r["per_label"]:
+            out(
+                f"    {s['label']:<22}{_rate(s['precision']):>7}{_rate(s['recall']):>7}"
+                f"{_rate(s['f1']):>7}  ({s['support']})"
+            )
+        c = r["corrected"]
+        out(f"  corrected on {c['target_n']} claims without gold: p_obs {_rate(c['p_obs'])}")
+        for key, title in (("rogan_gladen", "Rogan–Gladen"), ("ppi", "PPI")):
+            block = c[key]
+            if "refused" in block:
+                out(f"    {title}: refused — {block['refused']}")
+            else:
+                ci = block["ci95"]
+                interval = f"[{_rate(ci[0])}, {_rate(ci[1])}]" if ci else "—"
+                out(f"    {title}: {_rate(block['estimate'])} 95% {interval}")
+        out(f"  disagreements with gold: {len(r['disagreements'])}")
+        for d in r["disagreements"]:
+            out(
+                f"    {d['answer_id']} claim {d['claim_index']}: gold {d['gold']}, "
+                f"judge {d['judge']}  {d['url'] or ''}"
+            )
+        out(f"  quotes not found in their evidence: {r['run']['quotes_not_found']}")
