@@ -679,11 +679,11 @@ def _editable(assignment: Assignment) -> None:
 def shown_passages(answer: Answer) -> dict[str, Passage]:
     """The passages a reviewer sees for an answer: what the system retrieved, plus any passage
     a claim cites that was not retrieved. Evidence must come from these."""
-    shown = {r.passage.passage_id: r.passage for r in answer.retrieved.all()}
-    for claim in answer.claims.all():
-        for citation in claim.citations.all():
-            if citation.passage is not None:
-                shown.setdefault(citation.passage.passage_id, citation.passage)
+    retrieved = RetrievedPassage.objects.filter(answer=answer).select_related("passage")
+    shown = {r.passage.passage_id: r.passage for r in retrieved.order_by("rank")}
+    cited = Citation.objects.filter(claim__answer=answer, passage__isnull=False)
+    for citation in cited.select_related("passage"):
+        shown.setdefault(citation.passage.passage_id, citation.passage)
     return shown
 
 

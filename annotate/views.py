@@ -148,15 +148,15 @@ def save_claim(request, project, role, number, index):
     if not form.is_valid():
         return HttpResponse(status=400)
     try:
-        _, errors = services.save_claim_label(
+        row.label, errors = services.save_claim_label(
             assignment=assignment, claim=row.claim, data=form.label_data()
         )
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
         return redirect(f"{_task_url(project, number)}?claim={index}")
-    screen = selectors.task_screen(assignment)
-    row = screen.claims[index]
+    # The screen read before the save is current but for this label and the save time.
+    screen.assignment.refresh_from_db(fields=["touched_at", "seconds_spent"])
     context = _screen_context(
         project,
         role,

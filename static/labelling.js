@@ -147,8 +147,9 @@
     if (event.target.closest("[data-open-shortcuts]") && dialog) dialog.showModal();
   });
 
-  // After a save, the server's swapped-in claim mark must keep the selection outline.
-  document.body.addEventListener("htmx:afterSwap", () => selected !== null && select(selected, false));
+  // After a save, the server's swapped-in claim mark must keep the selection outline. Only
+  // the outline: re-running select() would rebuild the passages and drop a text selection
+  // the reviewer is making while the save lands.
   document.body.addEventListener("htmx:oobAfterSwap", () => {
     if (selected === null) return;
     const span = spanFor(selected);

@@ -147,7 +147,7 @@ def login(page, user) -> None:
     page.fill("input[name=username]", user.username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 def screenshot(page, name: str) -> Path:
