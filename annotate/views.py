@@ -104,6 +104,7 @@ def _screen_context(project, role, screen, errors=None, **extra):
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
         "support_choices": SUPPORT_CHOICES,
+        "evidence_choices": [(p.passage.passage_id, p.passage.passage_id) for p in screen.passages],
         "severity_choices": Severity.choices,
         "failure_labels": FAILURE_LABELS,
         "claim_fields": CLAIM_FIELDS,
@@ -113,11 +114,11 @@ def _screen_context(project, role, screen, errors=None, **extra):
     }
 
 
-# (value, label, keyboard key, css class) of the support choices, in shortcut order.
+# (value, label, css class, keyboard key) of the support choices, in shortcut order.
 SUPPORT_CHOICES = [
-    (Support.SUPPORTED, "supported", "1", "supported"),
-    (Support.CONTRADICTED, "contradicted", "2", "contradicted"),
-    (Support.INSUFFICIENT, "insufficient evidence", "3", "insufficient"),
+    (Support.SUPPORTED, "supported", "supported", "1"),
+    (Support.CONTRADICTED, "contradicted", "contradicted", "2"),
+    (Support.INSUFFICIENT, "insufficient evidence", "insufficient", "3"),
 ]
 CLAIM_FIELDS = ("support", "severity", "evidence_ids", "evidence_quote", "citations")
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
