@@ -599,7 +599,7 @@ def _check_versions(
                     f"{'project' if project_version else 'bundle'}'s '{expected}'",
                 )
             )
-    if expected is None and bundle.lines:
+    if expected is None:
         errors.append(
             BundleError(
                 1,

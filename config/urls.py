@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotate import token_views
 from evaluation import agreement_views
 
 urlpatterns = [
@@ -11,5 +12,7 @@ urlpatterns = [
     path("p/<slug:slug>/agreement/", agreement_views.agreement, name="agreement"),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
+    path("account/token/", token_views.tokens, name="api_token"),
+    path("", include("config.api_urls")),
     path("", include("annotate.urls")),
 ]

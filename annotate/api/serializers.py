@@ -1,0 +1,450 @@
+"""Serializers: what goes in and out of the API.
+
+Reviewer-facing representations are built field by field from the selectors' screens, never
+with `fields = "__all__"`: a task carries exactly what the labelling page shows (no variant,
+no answer id, no case id, no other reviewer's labels), and adding a field is a deliberate act.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotate import gold as gold_fields
+from annotate.models import (
+    FAILURE_LABELS,
+    Abstention,
+    Assignment,
+    CitationVerdict,
+    Membership,
+    Project,
+    Role,
+    Severity,
+    Support,
+)
+
+MAX_QUOTE = 2000
+MAX_NOTE = 5000
+
+
+def blank_choices(choices) -> list:
+    return [("", "(none)"), *choices]
+
+
+# --- Projects --------------------------------------------------------------------------------
+
+
+class ProjectSerializer(serializers.Serializer):
+    """A project as its member sees it, with the member's role. Built from a Membership."""
+
+    slug = serializers.SlugField(source="project.slug")
+    name = serializers.CharField(source="project.name")
+    corpus_version = serializers.CharField(source="project.corpus_version")
+    state = serializers.ChoiceField(source="project.state", choices=Project.State.choices)
+    overlap = serializers.IntegerField(source="project.overlap")
+    guidelines = serializers.CharField(source="project.guidelines")
+    created_at = serializers.DateTimeField(source="project.created_at")
+    opened_at = serializers.DateTimeField(source="project.opened_at", allow_null=True)
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class ProjectFilterSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=Project.State.choices, required=False)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+
+
+class ImportCountsSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    replaced = serializers.IntegerField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    """What an import did, per kind of record."""
+
+    project = serializers.SlugField(source="project.slug")
+    created_project = serializers.BooleanField()
+    counts = serializers.DictField(child=ImportCountsSerializer())
+    proposed_claims = serializers.IntegerField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["counts"] = {
+            kind: {key: counter.get(key, 0) for key in ("created", "unchanged", "replaced")}
+            for kind, counter in instance.counts.items()
+        }
+        return data
+
+
+class FileUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="UTF-8 JSONL, one object per line.")
+
+
+class BundleUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="The bundle: UTF-8 JSONL, one object per line.")
+    replace = serializers.BooleanField(
+        default=False, help_text="Replace changed items that no one has labelled yet."
+    )
+
+
+class ProjectCreateSerializer(serializers.Serializer):
+    slug = serializers.SlugField(max_length=80)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    file = serializers.FileField(help_text="The bundle: UTF-8 JSONL, one object per line.")
+
+
+class NewProjectQuerySerializer(serializers.Serializer):
+    """For a raw JSONL body, the project's slug and name come in the query string."""
+
+    slug = serializers.SlugField(max_length=80)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class ReplaceQuerySerializer(serializers.Serializer):
+    replace = serializers.BooleanField(default=False)
+
+
+class LineErrorsSerializer(serializers.Serializer):
+    """An import refused: every problem found, each 'line N: message'; nothing was written.
+    A malformed request (no file) has field paths instead, like any other 400."""
+
+    errors = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class LabelImportResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+# --- Members ---------------------------------------------------------------------------------
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role"]
+
+
+class MemberFilterSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+
+
+class AddMemberSerializer(serializers.Serializer):
+    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices)
+    password = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        max_length=128,
+        help_text="Only for a new account; an existing account keeps its password.",
+    )
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+# --- Tasks (reviewer) ------------------------------------------------------------------------
+
+
+class MyTaskSerializer(serializers.ModelSerializer):
+    task_number = serializers.IntegerField(source="answer.task_number")
+
+    class Meta:
+        model = Assignment
+        fields = ["task_number", "status", "taken_at", "submitted_at", "revision"]
+
+
+class TaskFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Assignment.Status.choices, required=False)
+
+
+class CitationSerializer(serializers.Serializer):
+    passage_id = serializers.CharField(source="cited_id")
+    resolved = serializers.BooleanField(help_text="False: the id resolves to no passage.")
+
+
+class ClaimLabelSerializer(serializers.Serializer):
+    """The reviewer's own label of one claim, as saved (drafts included)."""
+
+    support = serializers.CharField()
+    severity = serializers.CharField()
+    requires_evidence = serializers.BooleanField()
+    evidence_ids = serializers.ListField(child=serializers.CharField())
+    evidence_quote = serializers.CharField()
+    citations = serializers.DictField(child=serializers.CharField())
+    note = serializers.CharField()
+
+
+class TaskClaimSerializer(serializers.Serializer):
+    index = serializers.IntegerField(source="claim.ordinal")
+    text = serializers.CharField(source="claim.text")
+    start = serializers.IntegerField(source="claim.start")
+    end = serializers.IntegerField(source="claim.end")
+    citations = CitationSerializer(many=True)
+    label = ClaimLabelSerializer(allow_null=True)
+
+
+class AnswerLabelSerializer(serializers.Serializer):
+    relevance = serializers.IntegerField(allow_null=True)
+    abstention = serializers.CharField()
+    failure_labels = serializers.ListField(child=serializers.CharField())
+    note = serializers.CharField()
+
+
+class TaskAnswerSerializer(serializers.Serializer):
+    text = serializers.CharField(source="answer.text")
+    abstained = serializers.BooleanField(source="answer.abstained")
+    label = AnswerLabelSerializer(source="assignment")
+
+
+class PassageSerializer(serializers.Serializer):
+    passage_id = serializers.CharField(source="passage.passage_id")
+    document = serializers.CharField(source="passage.document")
+    location = serializers.CharField(source="passage.location")
+    text = serializers.CharField(source="passage.text")
+    rank = serializers.IntegerField(allow_null=True, help_text="Null: cited, not retrieved.")
+    in_prompt = serializers.BooleanField()
+    retrieved = serializers.BooleanField()
+
+
+class ProgressSerializer(serializers.Serializer):
+    total_tasks = serializers.IntegerField()
+    done_by_me = serializers.IntegerField()
+    project_done = serializers.IntegerField()
+    project_slots = serializers.IntegerField()
+
+
+FieldErrors = serializers.DictField(
+    child=serializers.ListField(child=serializers.CharField()),
+    help_text="Field path (claims.<index>.<field> or answer.<field>) to messages.",
+)
+
+
+class TaskSerializer(serializers.Serializer):
+    """One task as the labelling page shows it. Built from selectors.TaskScreen, which never
+    loads the variant; the answer id and case id are deliberately not fields."""
+
+    task_number = serializers.IntegerField(source="answer.task_number")
+    status = serializers.ChoiceField(source="assignment.status", choices=Assignment.Status.choices)
+    question = serializers.CharField()
+    answer = serializers.SerializerMethodField()
+    claims = TaskClaimSerializer(many=True)
+    passages = PassageSerializer(many=True)
+    progress = serializers.SerializerMethodField()
+    missing = serializers.SerializerMethodField(
+        help_text="What a submission still needs, by field path; empty when complete."
+    )
+
+    def get_answer(self, screen) -> TaskAnswerSerializer:
+        return TaskAnswerSerializer(screen).data
+
+    def get_progress(self, screen) -> ProgressSerializer:
+        return ProgressSerializer(screen).data
+
+    def get_missing(self, screen) -> dict[str, list[str]]:
+        from annotate.services import screen_errors
+
+        return field_paths(screen_errors(screen, complete=True).fields)
+
+
+def field_paths(fields: dict[str, str]) -> dict[str, list[str]]:
+    """The services' keys ('claim.1.evidence_quote') as API field paths
+    ('claims.1.evidence_quote'), each with a list of messages like DRF's own errors."""
+    out = {}
+    for key, message in fields.items():
+        head, _, rest = key.partition(".")
+        out[f"claims.{rest}" if head == "claim" else key] = [message]
+    return out
+
+
+class ClaimDraftSerializer(serializers.Serializer):
+    """A draft of one claim's label; every field optional (PATCH)."""
+
+    support = serializers.ChoiceField(choices=blank_choices(Support.choices), required=False)
+    severity = serializers.ChoiceField(choices=blank_choices(Severity.choices), required=False)
+    requires_evidence = serializers.BooleanField(required=False)
+    evidence_ids = serializers.ListField(
+        child=serializers.CharField(max_length=255), required=False, max_length=100
+    )
+    evidence_quote = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_QUOTE, trim_whitespace=False
+    )
+    citations = serializers.DictField(
+        child=serializers.ChoiceField(choices=blank_choices(CitationVerdict.choices)),
+        required=False,
+        help_text="Cited passage id to verdict.",
+    )
+    note = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False
+    )
+
+    def validate_evidence_ids(self, value: list[str]) -> list[str]:
+        shown = self.context["passage_ids"]
+        unknown = [pid for pid in value if pid not in shown]
+        if unknown:
+            raise serializers.ValidationError(f"Not a passage of this task: {', '.join(unknown)}.")
+        return value
+
+    def validate_citations(self, value: dict[str, str]) -> dict[str, str]:
+        cited = self.context["cited_ids"]
+        unknown = [pid for pid in value if pid not in cited]
+        if unknown:
+            raise serializers.ValidationError(f"The claim does not cite {', '.join(unknown)}.")
+        return value
+
+
+class ClaimDraftResultSerializer(serializers.Serializer):
+    label = ClaimLabelSerializer()
+    problems = FieldErrors
+
+
+class AnswerDraftSerializer(serializers.Serializer):
+    relevance = serializers.ChoiceField(choices=[0, 1, 2], allow_null=True, required=False)
+    abstention = serializers.ChoiceField(
+        choices=blank_choices(Abstention.choices), allow_null=True, required=False
+    )
+    failure_labels = serializers.ListField(
+        child=serializers.ChoiceField(choices=FAILURE_LABELS), required=False, max_length=10
+    )
+    note = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False
+    )
+
+
+class AnswerDraftResultSerializer(serializers.Serializer):
+    label = AnswerLabelSerializer()
+    problems = FieldErrors
+
+
+class SkipSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, help_text="Why you skip (a lead reads it).")
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+# --- Adjudication (lead) ---------------------------------------------------------------------
+
+SLICE_CHOICES = ["answerable", "unanswerable", "adversarial"]
+
+
+def with_fields_field(serializer_fields, field):
+    """Add an output key named 'fields', which a class attribute cannot declare (it would
+    hide Serializer.fields)."""
+    serializer_fields["fields"] = field
+    return serializer_fields
+
+
+class QueueItemSerializer(serializers.Serializer):
+    task_number = serializers.IntegerField(source="answer.task_number")
+    score = serializers.IntegerField(help_text="How serious the disagreement is.")
+
+    def get_fields(self):
+        pending = serializers.ListField(child=serializers.CharField(), help_text="Pending fields.")
+        return with_fields_field(super().get_fields(), pending)
+
+
+class QueueFilterSerializer(serializers.Serializer):
+    slice = serializers.ChoiceField(choices=SLICE_CHOICES, required=False)
+    field = serializers.ChoiceField(
+        choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS], required=False
+    )
+
+
+class FieldRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    a = serializers.JSONField(help_text="Reviewer A's value.")
+    b = serializers.JSONField(help_text="Reviewer B's value.")
+    gold = serializers.JSONField(help_text="The gold value; null while pending.")
+    source = serializers.ChoiceField(
+        choices=[
+            gold_fields.AGREED,
+            gold_fields.ADJUDICATED,
+            gold_fields.PENDING,
+            gold_fields.UNION,
+        ]
+    )
+    rationale = serializers.CharField()
+    differs = serializers.BooleanField()
+
+
+class AdjudicationClaimSerializer(serializers.Serializer):
+    index = serializers.IntegerField(source="claim.ordinal")
+    text = serializers.CharField(source="claim.text")
+    start = serializers.IntegerField(source="claim.start")
+    end = serializers.IntegerField(source="claim.end")
+    citations = CitationSerializer(many=True)
+
+    def get_fields(self):
+        return with_fields_field(super().get_fields(), FieldRowSerializer(many=True))
+
+
+class DecisionHistorySerializer(serializers.Serializer):
+    claim = serializers.IntegerField(source="claim.ordinal", allow_null=True, default=None)
+    field = serializers.CharField()
+    value = serializers.JSONField()
+    rationale = serializers.CharField()
+    decided_by = serializers.CharField(source="decided_by.username")
+    decided_at = serializers.DateTimeField()
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    """Both reviewers' labels side by side with the passages. Built from
+    selectors.AdjudicationScreen: the variant stays hidden from the lead too."""
+
+    task_number = serializers.IntegerField(source="answer.task_number")
+    version = serializers.IntegerField(help_text="Send it back with your decisions.")
+    pending = serializers.IntegerField(help_text="Fields still waiting for a decision.")
+    question = serializers.CharField()
+    answer = serializers.SerializerMethodField()
+    claims = AdjudicationClaimSerializer(many=True)
+    answer_fields = FieldRowSerializer(many=True)
+    passages = PassageSerializer(many=True)
+    history = DecisionHistorySerializer(many=True)
+
+    def get_answer(self, screen) -> dict[str, str | bool]:
+        return {"text": screen.answer.text, "abstained": screen.answer.abstained}
+
+
+class DecisionInputSerializer(serializers.Serializer):
+    claim = serializers.IntegerField(
+        allow_null=True, min_value=0, help_text="Claim index; null for the answer as a whole."
+    )
+    field = serializers.ChoiceField(choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS])
+    value = serializers.JSONField(help_text="The gold value for the field.")
+
+    def validate(self, data):
+        allowed = gold_fields.ANSWER_FIELDS if data["claim"] is None else gold_fields.CLAIM_FIELDS
+        if data["field"] not in allowed:
+            where = "the answer" if data["claim"] is None else "a claim"
+            raise serializers.ValidationError(
+                {"field": f"'{data['field']}' is not a field of {where}."}
+            )
+        return data
+
+
+class AdjudicateSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=0)
+    rationale = serializers.CharField(allow_blank=True, max_length=MAX_NOTE)
+    decisions = DecisionInputSerializer(many=True, max_length=500)
+
+    def validate(self, data):
+        if data["decisions"] and not data["rationale"].strip():
+            raise serializers.ValidationError(
+                {"rationale": "Write a rationale: it is exported with the gold label."}
+            )
+        return data
+
+
+class ConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    version = serializers.IntegerField(help_text="The current version to compare against.")
+
+
+class GoldFilterSerializer(serializers.Serializer):
+    item = serializers.ChoiceField(choices=["claim", "answer"], required=False)
+    judge_split = serializers.ChoiceField(choices=["judge_dev", "judge_test"], required=False)

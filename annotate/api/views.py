@@ -1,0 +1,812 @@
+"""Thin API views: parse with a serializer, call one service or selector, serialize.
+
+Every project endpoint resolves the caller's role through `HasProjectRole` (404 without a
+role, 403 for the wrong one), exactly as the pages do. Reviewers reach answers only through
+their own assignments (`selectors.task_for_reviewer`), by task number.
+
+Errors: a validation problem is 400 with a flat body `{"field.path": ["message", ...]}`
+(`claims.1.evidence_quote`, `decisions.0.field`); an import refused is 400 with
+`{"errors": ["line N: message", ...]}`; a request the current state refuses (labelling not
+open, task already submitted, another lead saved first) is 409 with `{"detail": ...}`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db.models import Q
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.generics import ListAPIView
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView as DRFAPIView
+from rest_framework.views import exception_handler
+
+from annotate import boundaries, exports, gold, selectors, services
+from annotate.api import serializers as s
+from annotate.api.permissions import HasProjectRole
+from annotate.bundles import BundleInvalid
+from annotate.models import Answer, Assignment, Membership, Project, Role
+from annotate.services import ServiceError
+
+# --- Plumbing --------------------------------------------------------------------------------
+
+
+def flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error structure as flat field paths: {"decisions": [{}, {"field": [..]}]}
+    becomes {"decisions.1.field": [..]}, so every 400 reads the same way."""
+    out: dict[str, list[str]] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten_errors(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(data, list) and all(isinstance(item, str) for item in data):
+        if data:
+            out[prefix or "non_field_errors"] = [str(item) for item in data]
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            out.update(flatten_errors(item, f"{prefix}.{i}" if prefix else str(i)))
+    else:
+        out[prefix or "non_field_errors"] = [str(data)]
+    return out
+
+
+def api_exception_handler(exc, context):
+    response = exception_handler(exc, context)
+    if response is not None and isinstance(exc, ValidationError):
+        response.data = flatten_errors(response.data)
+    return response
+
+
+class JSONLinesParser(BaseParser):
+    """A raw JSONL body (a bundle, a judge run, labels), streamed line by line."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return {"lines": stream if stream is not None else []}
+
+
+class JSONLParser(JSONLinesParser):
+    media_type = "application/jsonl"
+
+
+class StreamRenderer(BaseRenderer):
+    """Lets a client ask for a download's media type; errors are still JSON text."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data)
+
+
+class JSONLinesRenderer(StreamRenderer):
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+
+
+class CSVRenderer(StreamRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+UPLOAD_PARSERS = [MultiPartParser, JSONLinesParser, JSONLParser]
+ERROR_400 = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="Invalid input: field path to a list of messages."
+)
+LINE_ERRORS_400 = OpenApiResponse(
+    s.LineErrorsSerializer, description="Refused; every problem by line; nothing written."
+)
+DENIED = {
+    401: OpenApiResponse(s.DetailSerializer, description="Not authenticated."),
+    403: OpenApiResponse(s.DetailSerializer, description="Your role does not allow this."),
+    404: OpenApiResponse(
+        s.DetailSerializer, description="Not found, or a project you have no role in."
+    ),
+}
+CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
+
+
+def responses(ok, **extra) -> dict:
+    """The documented responses of an endpoint: its success, the denials every project
+    endpoint can answer, and any extra ones (keyed 'r400', 'r409', …)."""
+    out = dict(ok) if isinstance(ok, dict) else {200: ok}
+    out.update(DENIED)
+    out.update({int(key[1:]): value for key, value in extra.items()})
+    return out
+
+
+def upload_lines(request, serializer_class=None):
+    """(lines, validated form fields) of an upload: a multipart `file`, or a raw JSONL body."""
+    if request.content_type.startswith("multipart/"):
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return not_blank(serializer.validated_data["file"]), serializer.validated_data
+    return not_blank(request.data.get("lines", [])), {}
+
+
+def not_blank(lines: Iterable) -> Iterator:
+    """The lines, refused with 400 when there is nothing but blank lines: an empty file is
+    a mistake, and a new project must learn its corpus_version from it. The lines read to
+    find out are given back, so line numbers stay right."""
+    lines = iter(lines)
+    head = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            return itertools.chain(head, lines)
+    raise ValidationError({"errors": ["The file is empty."]})
+
+
+def query(serializer_class, request) -> dict:
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def refused(exc: ServiceError, code: int = status.HTTP_409_CONFLICT) -> Response:
+    return Response({"detail": str(exc)}, status=code)
+
+
+def line_errors(exc: BundleInvalid) -> Response:
+    return Response(
+        {"errors": [str(error) for error in exc.errors]}, status=status.HTTP_400_BAD_REQUEST
+    )
+
+
+class APIView(DRFAPIView):
+    """Base of every endpoint: token first (a script without one gets 401 and a
+    WWW-Authenticate header), then the browser's session; flat validation errors."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    parser_classes = [JSONParser]
+
+    def get_exception_handler(self):
+        return api_exception_handler
+
+
+class Pagination(LimitOffsetPagination):
+    """?limit=&offset= on every list (50 by default), bounded so that no request can ask the
+    database for an absurd slice."""
+
+    max_limit = 500
+    max_offset = 10**9
+
+    def get_offset(self, request) -> int:
+        return min(super().get_offset(request), self.max_offset)
+
+
+class ListView(ListAPIView):
+    """Put first in a list endpoint's bases: paginated with Pagination."""
+
+    pagination_class = Pagination
+
+
+class ProjectView(APIView):
+    """An endpoint under /projects/<slug>/: sets self.project and self.role."""
+
+    permission_classes = [IsAuthenticated, HasProjectRole]
+    roles: tuple[str, ...] = ()
+    project: Project
+    role: str
+
+
+class LeadView(ProjectView):
+    roles = (Role.LEAD,)
+
+
+class ReviewerView(ProjectView):
+    roles = (Role.REVIEWER,)
+
+
+def stream(rows, *, fmt: str, filename: str) -> StreamingHttpResponse:
+    body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
+    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
+    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# --- Projects --------------------------------------------------------------------------------
+
+
+class ProjectList(ListView, APIView):
+    serializer_class = s.ProjectSerializer
+    parser_classes = UPLOAD_PARSERS
+
+    def get_queryset(self):
+        filters = query(s.ProjectFilterSerializer, self.request)
+        memberships = Membership.objects.filter(user=self.request.user).select_related("project")
+        if "state" in filters:
+            memberships = memberships.filter(project__state=filters["state"])
+        if "role" in filters:
+            memberships = memberships.filter(role=filters["role"])
+        return memberships.order_by("project__name", "project__slug")
+
+    @extend_schema(
+        tags=["projects"],
+        summary="The projects you have a role in",
+        parameters=[s.ProjectFilterSerializer],
+        responses={200: s.ProjectSerializer(many=True), 400: ERROR_400, **DENIED},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Create a project from a bundle; you become its lead",
+        description="A multipart upload (`slug`, `name`, `file`), or the bundle itself as the "
+        "body (`application/x-ndjson`) with `slug` and `name` in the query string. The import "
+        "is all or nothing: any problem answers 400 with every problem by line.",
+        request={
+            "multipart/form-data": s.ProjectCreateSerializer,
+            "application/x-ndjson": OpenApiTypes.BINARY,
+        },
+        parameters=[
+            OpenApiParameter("slug", str, description="With a raw JSONL body only."),
+            OpenApiParameter("name", str, description="With a raw JSONL body only."),
+        ],
+        responses={
+            201: s.ImportResultSerializer,
+            200: OpenApiResponse(
+                s.ImportResultSerializer, description="Re-imported into a project you lead."
+            ),
+            400: ERROR_400,
+            **DENIED,
+        },
+    )
+    def post(self, request, *args, **kwargs):
+        if request.content_type.startswith("multipart/"):
+            lines, data = upload_lines(request, s.ProjectCreateSerializer)
+        else:
+            data = query(s.NewProjectQuerySerializer, request)
+            lines, _ = upload_lines(request)
+        try:
+            result = boundaries.import_new_project(
+                lines=lines, slug=data["slug"], name=data.get("name") or None, user=request.user
+            )
+        except BundleInvalid as exc:
+            return line_errors(exc)
+        except ServiceError as exc:
+            raise ValidationError({"slug": [str(exc)]}) from exc
+        code = status.HTTP_201_CREATED if result.created_project else status.HTTP_200_OK
+        return Response(s.ImportResultSerializer(result).data, status=code)
+
+
+class ProjectDetail(ProjectView):
+    @extend_schema(
+        tags=["projects"], summary="One project", responses=responses(s.ProjectSerializer)
+    )
+    def get(self, request, slug):
+        membership = Membership(project=self.project, user=request.user, role=self.role)
+        return Response(s.ProjectSerializer(membership).data)
+
+
+class OpenLabelling(LeadView):
+    @extend_schema(
+        tags=["projects"],
+        summary="Open labelling: lock the claims and open the queue",
+        request=None,
+        responses=responses(s.ProjectSerializer, r409=CONFLICT_409),
+    )
+    def post(self, request, slug):
+        try:
+            project = services.open_labelling(project=self.project)
+        except ServiceError as exc:
+            return refused(exc)
+        membership = Membership(project=project, user=request.user, role=self.role)
+        return Response(s.ProjectSerializer(membership).data)
+
+
+class Bundle(LeadView):
+    parser_classes = UPLOAD_PARSERS
+    renderer_classes = [JSONRenderer, JSONLinesRenderer]
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Import a bundle into the project",
+        description="A multipart upload (`file`, `replace`), or the bundle itself as the body "
+        "(`application/x-ndjson`, `?replace=true`). All or nothing; re-importing the same "
+        "bundle is idempotent.",
+        request={
+            "multipart/form-data": s.BundleUploadSerializer,
+            "application/x-ndjson": OpenApiTypes.BINARY,
+        },
+        parameters=[OpenApiParameter("replace", bool, description="With a raw JSONL body.")],
+        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400),
+    )
+    def post(self, request, slug):
+        lines, data = upload_lines(request, s.BundleUploadSerializer)
+        if not data:
+            data = query(s.ReplaceQuerySerializer, request)
+        try:
+            result = services.import_bundle(
+                lines=lines, project_slug=self.project.slug, replace=data["replace"]
+            )
+        except BundleInvalid as exc:
+            return line_errors(exc)
+        return Response(s.ImportResultSerializer(result).data)
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Export the project's data as a bundle (streamed JSONL)",
+        responses=responses(
+            OpenApiResponse(OpenApiTypes.BINARY, description="JSONL, one object per line.")
+        ),
+    )
+    def get(self, request, slug):
+        response = stream(
+            exports.bundle_rows(self.project), fmt="jsonl", filename=f"{slug}-bundle.jsonl"
+        )
+        return response
+
+
+class LabelsImport(LeadView):
+    parser_classes = UPLOAD_PARSERS
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Import reviewers' submitted labels (JSONL)",
+        request={
+            "multipart/form-data": s.FileUploadSerializer,
+            "application/x-ndjson": OpenApiTypes.BINARY,
+        },
+        responses=responses(s.LabelImportResultSerializer, r400=LINE_ERRORS_400),
+    )
+    def post(self, request, slug):
+        lines, _ = upload_lines(request, s.FileUploadSerializer)
+        try:
+            result = services.import_labels(lines=lines, project=self.project)
+        except BundleInvalid as exc:
+            return line_errors(exc)
+        return Response(s.LabelImportResultSerializer(result).data)
+
+
+# --- Members ---------------------------------------------------------------------------------
+
+
+class MemberList(ListView, LeadView):
+    serializer_class = s.MemberSerializer
+
+    def get_queryset(self):
+        filters = query(s.MemberFilterSerializer, self.request)
+        members = self.project.memberships.select_related("user")
+        if "role" in filters:
+            members = members.filter(role=filters["role"])
+        return members.order_by("role", "user__username")
+
+    @extend_schema(
+        tags=["members"],
+        summary="The project's members",
+        parameters=[s.MemberFilterSerializer],
+        responses=responses(s.MemberSerializer(many=True), r400=ERROR_400),
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["members"],
+        summary="Give a person a role (creating the account if needed)",
+        request=s.AddMemberSerializer,
+        responses=responses({201: s.MemberSerializer}, r400=ERROR_400),
+    )
+    def post(self, request, slug):
+        serializer = s.AddMemberSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            membership = boundaries.add_project_member(
+                project=self.project,
+                username=data["username"],
+                role=data["role"],
+                password=data.get("password") or None,
+            )
+        except boundaries.MemberError as exc:
+            raise ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
+        except ServiceError as exc:
+            raise ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MemberDetail(LeadView):
+    def membership(self, username: str) -> Membership:
+        membership = (
+            self.project.memberships.filter(user__username=username)
+            .select_related("user", "project")
+            .first()
+        )
+        if membership is None:
+            raise NotFound()
+        return membership
+
+    @extend_schema(tags=["members"], summary="One member", responses=responses(s.MemberSerializer))
+    def get(self, request, slug, username):
+        return Response(s.MemberSerializer(self.membership(username)).data)
+
+    @extend_schema(
+        tags=["members"],
+        summary="Change a member's role (the project keeps at least one lead)",
+        request=s.MemberRoleSerializer,
+        responses=responses(s.MemberSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def patch(self, request, slug, username):
+        serializer = s.MemberRoleSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            membership = boundaries.change_member_role(
+                membership=self.membership(username), role=serializer.validated_data["role"]
+            )
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(s.MemberSerializer(membership).data)
+
+    @extend_schema(
+        tags=["members"],
+        summary="Remove a member (their submitted labels stay)",
+        responses=responses({204: None}, r409=CONFLICT_409),
+    )
+    def delete(self, request, slug, username):
+        try:
+            boundaries.remove_member(membership=self.membership(username))
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- Tasks (reviewer) ------------------------------------------------------------------------
+
+NUMBER = OpenApiParameter("number", int, OpenApiParameter.PATH, description="The task number.")
+
+
+class TaskView(ReviewerView):
+    """A reviewer's own task, by number; anyone else's answers 404."""
+
+    def assignment(self, number: int) -> Assignment:
+        assignment = selectors.task_for_reviewer(self.request.user, self.project, number)
+        if assignment is None:
+            raise NotFound()
+        return assignment
+
+    def task(self, assignment: Assignment) -> Response:
+        return Response(s.TaskSerializer(selectors.task_screen(assignment)).data)
+
+
+class NextTask(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Take the next task (or get back the one in progress)",
+        request=None,
+        responses=responses(
+            {200: s.TaskSerializer, 204: OpenApiResponse(description="Nothing left to label.")},
+            r409=CONFLICT_409,
+        ),
+    )
+    def post(self, request, slug):
+        try:
+            assignment = services.next_task(project=self.project, reviewer=request.user)
+        except ServiceError as exc:
+            return refused(exc)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return self.task(assignment)
+
+
+class MyTasks(ListView, ReviewerView):
+    serializer_class = s.MyTaskSerializer
+
+    def get_queryset(self):
+        filters = query(s.TaskFilterSerializer, self.request)
+        tasks = (
+            Assignment.objects.for_reviewer(self.request.user)
+            .filter(project=self.project)
+            .select_related("answer")
+        )
+        if "status" in filters:
+            tasks = tasks.filter(status=filters["status"])
+        return tasks.order_by("taken_at", "pk")
+
+    @extend_schema(
+        tags=["tasks"],
+        summary="Your tasks in this project",
+        parameters=[s.TaskFilterSerializer],
+        responses=responses(s.MyTaskSerializer(many=True), r400=ERROR_400),
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class TaskDetail(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="A task as the labelling page shows it",
+        parameters=[NUMBER],
+        responses=responses(s.TaskSerializer),
+    )
+    def get(self, request, slug, number):
+        return self.task(self.assignment(number))
+
+
+class ClaimDraft(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Save a draft of one claim's label",
+        description="Values that break a rule (a quote not in the chosen passage) are kept and "
+        "reported in `problems`; submitting refuses until they are fixed.",
+        parameters=[
+            NUMBER,
+            OpenApiParameter("index", int, OpenApiParameter.PATH, description="0-based claim."),
+        ],
+        request=s.ClaimDraftSerializer,
+        responses=responses(s.ClaimDraftResultSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def patch(self, request, slug, number, index):
+        assignment = self.assignment(number)
+        screen = selectors.task_screen(assignment)
+        row = next((r for r in screen.claims if r.claim.ordinal == index), None)
+        if row is None:
+            raise NotFound()
+        serializer = s.ClaimDraftSerializer(
+            data=request.data,
+            context={
+                "passage_ids": {p.passage.passage_id for p in screen.passages},
+                "cited_ids": {c.cited_id for c in row.citations},
+            },
+        )
+        if not serializer.is_valid():
+            raise ValidationError(flatten_errors(serializer.errors, f"claims.{index}"))
+        try:
+            label, errors = services.save_claim_label(
+                assignment=assignment, claim=row.claim, data=serializer.validated_data
+            )
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(
+            {
+                "label": s.ClaimLabelSerializer(label).data,
+                "problems": s.field_paths(errors.fields),
+            }
+        )
+
+
+class AnswerDraft(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Save a draft of the answer-level label",
+        parameters=[NUMBER],
+        request=s.AnswerDraftSerializer,
+        responses=responses(s.AnswerDraftResultSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def patch(self, request, slug, number):
+        assignment = self.assignment(number)
+        serializer = s.AnswerDraftSerializer(data=request.data)
+        if not serializer.is_valid():
+            raise ValidationError(flatten_errors(serializer.errors, "answer"))
+        try:
+            assignment, errors = services.save_answer_label(
+                assignment=assignment, data=serializer.validated_data
+            )
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(
+            {
+                "label": s.AnswerLabelSerializer(assignment).data,
+                "problems": s.field_paths(errors.fields),
+            }
+        )
+
+
+class Submit(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Submit the task's labels",
+        description="400 lists every missing or invalid label by field path, such as "
+        "`claims.1.evidence_quote` or `answer.relevance`.",
+        parameters=[NUMBER],
+        request=None,
+        responses=responses(s.TaskSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def post(self, request, slug, number):
+        assignment = self.assignment(number)
+        try:
+            errors = services.submit_labels(assignment=assignment, source="api")
+        except ServiceError as exc:
+            return refused(exc)
+        if errors:
+            raise ValidationError(s.field_paths(errors.fields))
+        return self.task(self.assignment(number))  # the service saved a fresh copy
+
+
+class Skip(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Give the task back, with a reason",
+        parameters=[NUMBER],
+        request=s.SkipSerializer,
+        responses=responses({204: None}, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def post(self, request, slug, number):
+        assignment = self.assignment(number)
+        serializer = s.SkipSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            services.release_task(assignment=assignment, reason=serializer.validated_data["reason"])
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class Reopen(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Reopen a submitted task (until a lead starts adjudicating it)",
+        parameters=[NUMBER],
+        request=None,
+        responses=responses(s.TaskSerializer, r409=CONFLICT_409),
+    )
+    def post(self, request, slug, number):
+        try:
+            assignment = services.reopen_task(assignment=self.assignment(number))
+        except ServiceError as exc:
+            return refused(exc)
+        return self.task(assignment)
+
+
+# --- Adjudication and gold (lead) ------------------------------------------------------------
+
+
+class AdjudicationQueue(ListView, LeadView):
+    serializer_class = s.QueueItemSerializer
+
+    def get_queryset(self):
+        filters = query(s.QueueFilterSerializer, self.request)
+        queue = gold.adjudication_queue(self.project)
+        if "field" in filters:
+            queue = [d for d in queue if filters["field"] in d.fields]
+        if "slice" in filters:
+            wanted = {
+                "answerable": Q(case__answerable=True),
+                "unanswerable": Q(case__answerable=False),
+                "adversarial": Q(case__adversarial=True),
+            }[filters["slice"]]
+            keep = set(
+                Answer.objects.filter(wanted, pk__in=[d.answer.pk for d in queue]).values_list(
+                    "pk", flat=True
+                )
+            )
+            queue = [d for d in queue if d.answer.pk in keep]
+        return queue
+
+    @extend_schema(
+        tags=["adjudication"],
+        summary="Answers whose reviewers disagree, most serious first",
+        parameters=[s.QueueFilterSerializer],
+        responses=responses(s.QueueItemSerializer(many=True), r400=ERROR_400),
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class Adjudication(LeadView):
+    def screen(self, number: int):
+        screen = selectors.adjudication_screen(self.project, number)
+        if screen is None:
+            raise NotFound()
+        return screen
+
+    @extend_schema(
+        tags=["adjudication"],
+        summary="Both reviewers' labels of one task, side by side (variant hidden)",
+        parameters=[NUMBER],
+        responses=responses(s.AdjudicationSerializer),
+    )
+    def get(self, request, slug, number):
+        return Response(s.AdjudicationSerializer(self.screen(number)).data)
+
+    @extend_schema(
+        tags=["adjudication"],
+        summary="Record gold decisions for fields of the task",
+        description="Send the `version` you read; if another lead saved in between, 409 with "
+        "the current version and nothing is written.",
+        parameters=[NUMBER],
+        request=s.AdjudicateSerializer,
+        responses=responses(
+            s.AdjudicationSerializer,
+            r400=ERROR_400,
+            r409=OpenApiResponse(s.ConflictSerializer, description="Another lead saved first."),
+        ),
+    )
+    def post(self, request, slug, number):
+        screen = self.screen(number)
+        serializer = s.AdjudicateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        claims = {c.claim.ordinal: c.claim for c in screen.claims}
+        decisions = []
+        for i, item in enumerate(data["decisions"]):
+            if item["claim"] is not None and item["claim"] not in claims:
+                raise ValidationError({f"decisions.{i}.claim": ["No such claim in this task."]})
+            claim = None if item["claim"] is None else claims[item["claim"]]
+            decisions.append(
+                services.DecisionInput(claim=claim, field=item["field"], value=item["value"])
+            )
+        try:
+            services.adjudicate(
+                answer=screen.answer,
+                lead=request.user,
+                version=data["version"],
+                decisions=decisions,
+                rationale=data["rationale"],
+            )
+        except services.Conflict as exc:
+            current = self.screen(number)
+            return Response(
+                {"detail": str(exc), "version": current.version}, status=status.HTTP_409_CONFLICT
+            )
+        except ServiceError as exc:
+            raise ValidationError({"decisions": [str(exc)]}) from exc
+        return Response(s.AdjudicationSerializer(self.screen(number)).data)
+
+
+class Gold(LeadView):
+    fmt = "jsonl"
+
+    def get_renderers(self):
+        extra = JSONLinesRenderer() if self.fmt == "jsonl" else CSVRenderer()
+        return [JSONRenderer(), extra]
+
+    def get(self, request, slug):
+        filters = query(s.GoldFilterSerializer, request)
+        rows = exports.gold_rows(self.project)
+        if filters:
+            rows = (
+                row
+                for row in rows
+                if row["item"] == filters.get("item", row["item"])
+                and row["judge_split"] == filters.get("judge_split", row["judge_split"])
+            )
+        return stream(rows, fmt=self.fmt, filename=f"{slug}-gold.{self.fmt}")
+
+
+GOLD_PARAMETERS = [s.GoldFilterSerializer]
+
+
+class GoldJSONL(Gold):
+    fmt = "jsonl"
+
+    @extend_schema(
+        tags=["gold"],
+        summary="The gold set as JSONL (streamed), one row per claim and per answer",
+        parameters=GOLD_PARAMETERS,
+        responses=responses(
+            OpenApiResponse(OpenApiTypes.BINARY, description="JSONL rows with provenance."),
+            r400=ERROR_400,
+        ),
+    )
+    def get(self, request, slug):
+        return super().get(request, slug)
+
+
+class GoldCSV(Gold):
+    fmt = "csv"
+
+    @extend_schema(
+        tags=["gold"],
+        summary="The gold set as CSV (streamed)",
+        parameters=GOLD_PARAMETERS,
+        responses=responses(
+            OpenApiResponse(OpenApiTypes.BINARY, description="CSV; nested values as JSON."),
+            r400=ERROR_400,
+        ),
+    )
+    def get(self, request, slug):
+        return super().get(request, slug)

@@ -1,0 +1,71 @@
+"""The REST API: /api/v1/ (annotate.api and evaluation.api), the OpenAPI schema at
+/api/schema/ and its documentation at /api/docs/ (Swagger UI served from our own static files
+by drf-spectacular-sidecar, no CDN). Included from config.urls."""
+
+import json
+
+from django.http import JsonResponse
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.settings import spectacular_settings
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from annotate.api.urls import urlpatterns as annotate_api_urls
+from evaluation import api as evaluation_api
+
+P = "projects/<slug:slug>/"
+
+evaluation_urls = [
+    path(P + "agreement/", evaluation_api.Agreement.as_view(), name="agreement"),
+    path(P + "evaluation/", evaluation_api.Evaluation.as_view(), name="evaluation"),
+    path(P + "evaluation/compare/", evaluation_api.Comparison.as_view(), name="comparison"),
+    path(P + "judge-runs/", evaluation_api.JudgeRuns.as_view(), name="judge-runs"),
+    path(P + "judge-runs/<int:run_id>/", evaluation_api.JudgeRunDetail.as_view(), name="judge-run"),
+    path(
+        P + "judge-runs/<int:run_id>/calibration/",
+        evaluation_api.Calibration.as_view(),
+        name="calibration",
+    ),
+]
+
+
+@csrf_exempt
+def not_found(request, *args, **kwargs) -> JsonResponse:
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
+class SwaggerView(SpectacularSwaggerView):
+    """Swagger UI from drf-spectacular-sidecar's static files whatever SPECTACULAR_SETTINGS
+    say, so the docs page works offline and loads nothing from a CDN; the online validator
+    badge (a request to swagger.io) is switched off for the same reason."""
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        ui = spectacular_settings.SWAGGER_UI_SETTINGS
+        if isinstance(ui, dict):
+            response.data["settings"] = json.dumps({**ui, "validatorUrl": None}, indent=2)
+        return response
+
+    @staticmethod
+    def _swagger_ui_resource(filename: str) -> str:
+        from django.templatetags.static import static
+
+        return static(f"drf_spectacular_sidecar/swagger-ui-dist/{filename}")
+
+    @staticmethod
+    def _swagger_ui_favicon() -> str:
+        from django.templatetags.static import static
+
+        return static("drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png")
+
+
+urlpatterns = [
+    path("api/v1/", include((annotate_api_urls + evaluation_urls, "api"))),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Anything else under /api/ (an unknown path, a task "number" that is not a number) is a
+    # JSON 404 like every other API answer, not the site's HTML page.
+    re_path(r"^api/", not_found),
+]

@@ -1,0 +1,358 @@
+"""Lead-only API endpoints for the numbers: agreement, evaluation and variant comparison,
+model-judge runs and their calibration. Thin wrappers over evaluation.agreement_report,
+evaluation.reports, evaluation.judges and evaluation.judge_reports; the JSON they return is
+the same as the management commands' `--json`."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+
+from annotate.api.views import (
+    ERROR_400,
+    LINE_ERRORS_400,
+    UPLOAD_PARSERS,
+    LeadView,
+    ListView,
+    line_errors,
+    query,
+    responses,
+    upload_lines,
+)
+from annotate.bundles import BundleInvalid
+from evaluation import judge_reports, reports
+from evaluation.agreement_report import SLICES as AGREEMENT_SLICES
+from evaluation.agreement_report import agreement_report
+from evaluation.judges import import_judge_run, self_judged_counts
+from evaluation.models import JudgeRun
+
+REPORT = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="The report, as the management command's --json prints it."
+)
+
+# --- Serializers -----------------------------------------------------------------------------
+
+
+class AgreementQuerySerializer(serializers.Serializer):
+    slice = serializers.ChoiceField(choices=AGREEMENT_SLICES, required=False)
+
+
+class FieldAgreementSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    raw_agreement = serializers.FloatField(allow_null=True)
+    kappa = serializers.FloatField(allow_null=True, help_text="Null where it is undefined.")
+    weighting = serializers.CharField(allow_null=True)
+    confusion = serializers.DictField(help_text="labels; matrix rows A, columns B.")
+
+
+class AgreementSerializer(serializers.Serializer):
+    project = serializers.SlugField()
+    slices = serializers.DictField(
+        child=serializers.DictField(child=serializers.DictField()),
+        help_text="Slice -> field -> agreement (n, raw_agreement, kappa, weighting, ci95, "
+        "confusion).",
+    )
+    pairs = serializers.ListField(child=serializers.DictField())
+
+
+def _ks(value: str) -> list[int]:
+    try:
+        ks = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        message = "A comma-separated list of integers, e.g. 1,3,5,10."
+        raise serializers.ValidationError(message) from None
+    if not ks or any(k < 1 or k > 1000 for k in ks):
+        raise serializers.ValidationError("Every k is an integer from 1 to 1000.")
+    return ks
+
+
+class EvaluationQuerySerializer(serializers.Serializer):
+    k = serializers.CharField(
+        required=False, default="1,3,5,10", help_text="Cut-offs, comma-separated."
+    )
+    variant = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        help_text="Repeat to choose variants; all by default.",
+    )
+    slice = serializers.ChoiceField(choices=reports.SLICES, required=False)
+    latency_budget_ms = serializers.FloatField(required=False, min_value=0)
+    unsupported_limit = serializers.FloatField(required=False, min_value=0, max_value=1)
+
+    def validate_k(self, value: str) -> list[int]:
+        return _ks(value)
+
+
+class CompareQuerySerializer(serializers.Serializer):
+    a = serializers.CharField(max_length=200, help_text="The variant before.")
+    b = serializers.CharField(max_length=200, help_text="The variant after.")
+    k = serializers.IntegerField(required=False, default=5, min_value=1, max_value=1000)
+
+
+class JudgeRunSerializer(serializers.ModelSerializer):
+    imported_by = serializers.CharField(source="imported_by.username", default=None)
+    verdicts = serializers.IntegerField(source="n_verdicts")
+    ok = serializers.IntegerField(source="n_ok")
+    malformed = serializers.IntegerField(source="n_malformed")
+    timeouts = serializers.IntegerField(source="n_timeout")
+    quotes_not_found = serializers.IntegerField(source="n_quote_not_found")
+    self_judged = serializers.IntegerField(
+        source="n_self_judged", help_text="Verdicts about answers of the judge's own model."
+    )
+
+    class Meta:
+        model = JudgeRun
+        fields = [
+            "id",
+            "name",
+            "model",
+            "model_version",
+            "prompt_sha256",
+            "settings",
+            "source_name",
+            "imported_at",
+            "imported_by",
+            "verdicts",
+            "ok",
+            "malformed",
+            "timeouts",
+            "quotes_not_found",
+            "self_judged",
+        ]
+
+
+class JudgeRunFilterSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, max_length=200)
+    model = serializers.CharField(required=False, max_length=255)
+
+
+class JudgeRunUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSONL: a run line, then one verdict per line.")
+    name = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Empty: the file's `judge`. A new name imports a second run of it.",
+    )
+
+
+class JudgeRunNameSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class JudgeRunImportSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="run.pk")
+    name = serializers.CharField(source="run.name")
+    verdicts = serializers.IntegerField()
+    claim_verdicts = serializers.IntegerField()
+    ok = serializers.IntegerField()
+    malformed = serializers.IntegerField()
+    timeouts = serializers.IntegerField()
+    quotes_not_found = serializers.IntegerField()
+    self_judged = serializers.IntegerField()
+
+
+class CalibrationQuerySerializer(serializers.Serializer):
+    split = serializers.ChoiceField(
+        choices=judge_reports.SPLITS, required=False, default=judge_reports.DEFAULT_SPLIT
+    )
+
+
+class CalibrationSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    split = serializers.CharField()
+    n = serializers.IntegerField()
+    malformed = serializers.IntegerField()
+    timeouts = serializers.IntegerField()
+    coverage = serializers.FloatField(allow_null=True)
+    accuracy = serializers.FloatField(allow_null=True)
+    kappa = serializers.FloatField(allow_null=True)
+    human_kappa = serializers.FloatField(allow_null=True)
+    tpr = serializers.FloatField(allow_null=True)
+    tnr = serializers.FloatField(allow_null=True)
+    confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")
+    corrected = serializers.DictField(help_text="target_n, p_obs, rogan_gladen, ppi.")
+    disagreements = serializers.ListField(child=serializers.DictField())
+
+
+# --- Views -----------------------------------------------------------------------------------
+
+
+class Agreement(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Inter-reviewer agreement per field, slice and reviewer pair",
+        parameters=[AgreementQuerySerializer],
+        responses=responses(AgreementSerializer, r400=ERROR_400),
+    )
+    def get(self, request, slug):
+        filters = query(AgreementQuerySerializer, request)
+        report = agreement_report(self.project)
+        if "slice" in filters:
+            report["slices"] = {filters["slice"]: report["slices"][filters["slice"]]}
+        return Response(report)
+
+
+class Evaluation(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Retrieval and generation metrics per variant and slice",
+        description="With `latency_budget_ms` and/or `unsupported_limit`, `limits` marks "
+        "which variants meet them.",
+        parameters=[EvaluationQuerySerializer],
+        responses=responses(REPORT, r400=ERROR_400),
+    )
+    def get(self, request, slug):
+        data = EvaluationQuerySerializer(
+            data={**request.query_params.dict(), "variant": request.query_params.getlist("variant")}
+        )
+        data.is_valid(raise_exception=True)
+        filters = data.validated_data
+        try:
+            report = reports.evaluate(
+                self.project, ks=filters["k"], variants=filters.get("variant") or None
+            )
+        except ValueError as exc:
+            raise ValidationError({"variant": [str(exc)]}) from exc
+        budget, limit = filters.get("latency_budget_ms"), filters.get("unsupported_limit")
+        if budget is not None or limit is not None:
+            report["limits"] = reports.variant_limits(
+                report, latency_budget_ms=budget, unsupported_limit=limit
+            )
+        if "slice" in filters:
+            for variant in report["variants"].values():
+                for part in ("retrieval", "generation", "stages"):
+                    variant[part] = {
+                        name: value
+                        for name, value in variant[part].items()
+                        if name == filters["slice"]
+                    }
+        return Response(report)
+
+
+class Comparison(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Variant a against variant b, cases paired: fixed, broken, unchanged",
+        parameters=[CompareQuerySerializer],
+        responses=responses(REPORT, r400=ERROR_400),
+    )
+    def get(self, request, slug):
+        filters = query(CompareQuerySerializer, request)
+        try:
+            comparison = reports.compare(self.project, filters["a"], filters["b"], k=filters["k"])
+        except ValueError as exc:
+            raise ValidationError({"b": [str(exc)]}) from exc
+        return Response(comparison)
+
+
+def _with_self_judged(project, runs: list[JudgeRun]) -> list[JudgeRun]:
+    counts = self_judged_counts(project, runs)
+    for run in runs:
+        run.n_self_judged = counts[run.pk]
+    return runs
+
+
+class JudgeRuns(ListView, LeadView):
+    serializer_class = JudgeRunSerializer
+    parser_classes = UPLOAD_PARSERS
+
+    def get_queryset(self):
+        filters = query(JudgeRunFilterSerializer, self.request)
+        runs = (
+            JudgeRun.objects.filter(project=self.project)
+            .with_counts()
+            .select_related("imported_by")
+            .order_by("-imported_at", "name", "pk")
+        )
+        if "name" in filters:
+            runs = runs.filter(name=filters["name"])
+        if "model" in filters:
+            runs = runs.filter(model=filters["model"])
+        return runs
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        return None if page is None else _with_self_judged(self.project, page)
+
+    @extend_schema(
+        tags=["judges"],
+        summary="The project's model-judge runs",
+        parameters=[JudgeRunFilterSerializer],
+        responses=responses(JudgeRunSerializer(many=True), r400=ERROR_400),
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        tags=["judges"],
+        summary="Import a judge run (JSONL)",
+        description="A multipart upload (`file`, `name`), or the run itself as the body "
+        "(`application/x-ndjson`, `?name=`). All or nothing; a name already used is an error.",
+        request={
+            "multipart/form-data": JudgeRunUploadSerializer,
+            "application/x-ndjson": OpenApiTypes.BINARY,
+        },
+        parameters=[OpenApiParameter("name", str, description="With a raw JSONL body.")],
+        responses=responses({201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400),
+    )
+    def post(self, request, slug):
+        lines, data = upload_lines(request, JudgeRunUploadSerializer)
+        if not data:
+            data = query(JudgeRunNameSerializer, request)
+        upload = data.get("file")
+        try:
+            result = import_judge_run(
+                lines=lines,
+                project=self.project,
+                name=data.get("name") or None,
+                user=request.user,
+                source_name=getattr(upload, "name", "") or "api",
+            )
+        except BundleInvalid as exc:
+            return line_errors(exc)
+        return Response(JudgeRunImportSerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+RUN_ID = OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="The run's id.")
+
+
+class JudgeRunView(LeadView):
+    def run(self, run_id: int) -> JudgeRun:
+        run = (
+            JudgeRun.objects.filter(project=self.project, pk=run_id)
+            .with_counts()
+            .select_related("imported_by", "project")
+            .first()
+        )
+        if run is None:
+            raise NotFound()
+        return run
+
+
+class JudgeRunDetail(JudgeRunView):
+    @extend_schema(
+        tags=["judges"],
+        summary="One judge run",
+        parameters=[RUN_ID],
+        responses=responses(JudgeRunSerializer),
+    )
+    def get(self, request, slug, run_id):
+        run = _with_self_judged(self.project, [self.run(run_id)])[0]
+        return Response(JudgeRunSerializer(run).data)
+
+
+class Calibration(JudgeRunView):
+    @extend_schema(
+        tags=["judges"],
+        summary="The judge against gold: accuracy, kappa, TPR/TNR, corrected prevalence",
+        parameters=[RUN_ID, CalibrationQuerySerializer],
+        responses=responses(CalibrationSerializer, r400=ERROR_400),
+    )
+    def get(self, request, slug, run_id):
+        filters = query(CalibrationQuerySerializer, request)
+        report = judge_reports.calibration_report(run=self.run(run_id), split=filters["split"])
+        return Response(report)

@@ -1,0 +1,76 @@
+"""API tests and what they share: token clients for the named people, and the demo project
+with both reviewers' labels and a judge run (a project "with data").
+
+`urlpatterns` is config.urls plus the API, the token page and the judge pages, for as long as
+config.urls does not include them itself; test modules use it with pytest.mark.urls."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import include, path
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotate import token_views
+from config.urls import urlpatterns as site_urlpatterns
+
+_names = {getattr(p, "name", None) for p in site_urlpatterns}
+_included = {str(getattr(p, "urlconf_name", "")) for p in site_urlpatterns}
+
+urlpatterns = list(site_urlpatterns)
+if "config.api_urls" not in _included:
+    urlpatterns.insert(0, path("", include("config.api_urls")))
+if "api_token" not in _names:
+    urlpatterns.insert(0, path("account/token/", token_views.tokens, name="api_token"))
+if "evaluation.judge_urls" not in _included:
+    # calibration reports link each item to the judge pages
+    urlpatterns.append(path("p/<slug:slug>/judges/", include("evaluation.judge_urls")))
+
+API_URLS = pytest.mark.urls("tests.api")
+API = "/api/v1"
+JSONL = "application/x-ndjson"
+
+
+def token_client(user=None) -> APIClient:
+    """A script's client: the person's API token in the Authorization header (none: anonymous)."""
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def people(reviewer_a, reviewer_b, lead, outsider) -> dict[str, APIClient]:
+    return {
+        "reviewer_a": token_client(reviewer_a),
+        "reviewer_b": token_client(reviewer_b),
+        "lead": token_client(lead),
+        "outsider": token_client(outsider),
+        "anonymous": token_client(None),
+    }
+
+
+def build_demo(reviewers, lead):
+    """The demo project, open, with both reviewers' labels of every answer and one judge run:
+    agreement, adjudication, gold and calibration all have something to show. The reviewers
+    must be named alice and bob (the label file names them)."""
+    from annotate.services import add_member, import_labels, open_labelling
+    from evaluation.judges import import_judge_run
+    from tests.conftest import FIXTURES, import_fixture
+
+    project = import_fixture("demo.jsonl", "demo")
+    for person in reviewers:
+        add_member(project=project, username=person.username, role="reviewer")
+    add_member(project=project, username=lead.username, role="lead")
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
+        import_judge_run(lines=stream, project=project, user=lead, source_name="run.jsonl")
+    return project
+
+
+@pytest.fixture
+def demo(db, reviewer_a, reviewer_b, lead):
+    return build_demo([reviewer_a, reviewer_b], lead)
