@@ -27,6 +27,7 @@ run: $(VENV)/.installed
 
 ## make test: the whole suite on PostgreSQL (with the browser tests), then on SQLite
 test: $(VENV)/.installed-test
+	$(BIN)/ruff check .
 	@bash bin/test-legs
 
 lint: $(VENV)/.installed-test

@@ -293,7 +293,12 @@ def field_agreement(
             (ids.setdefault(g, len(ids)) for g in groups), dtype=np.intp, count=len(a_idx)
         )
     return field_agreement_encoded(
-        a_idx, b_idx, labels=labels, weights=weights, group_idx=group_idx, n_boot=n_boot,
+        a_idx,
+        b_idx,
+        labels=labels,
+        weights=weights,
+        group_idx=group_idx,
+        n_boot=n_boot,
         seed=seed,
     )
 

@@ -27,8 +27,15 @@ from annotate.services import (
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 LEAD_PAGES = [
-    "project_setup", "project_upload", "members", "guidelines", "boundaries", "agreement",
-    "adjudication_queue", "evaluation:report", "judges",
+    "project_setup",
+    "project_upload",
+    "members",
+    "guidelines",
+    "boundaries",
+    "agreement",
+    "adjudication_queue",
+    "evaluation:report",
+    "judges",
 ]
 REVIEWER_PAGES = ["my_tasks", "queue_empty"]
 
@@ -75,21 +82,37 @@ def _status(client, user, url):
 def test_access_matrix(client, demo, reviewer_a, reviewer_b, lead, outsider):
     task = next_task(project=demo, reviewer=reviewer_a)
     task_url = _url("task", demo, number=task.answer.task_number)
-    people = {"reviewer_a": reviewer_a, "reviewer_b": reviewer_b, "lead": lead,
-              "outsider": outsider}
+    people = {
+        "reviewer_a": reviewer_a,
+        "reviewer_b": reviewer_b,
+        "lead": lead,
+        "outsider": outsider,
+    }
     expected: dict[str, dict[str, int]] = {}
     for name in LEAD_PAGES:
         url = _url(name, demo)
         if url:
             expected[url] = {"reviewer_a": 404, "reviewer_b": 404, "lead": 200, "outsider": 404}
     for name in REVIEWER_PAGES:
-        expected[_url(name, demo)] = {"reviewer_a": 200, "reviewer_b": 200, "lead": 404,
-                                      "outsider": 404}
-    expected[_url("project", demo)] = {"reviewer_a": 200, "reviewer_b": 200, "lead": 302,
-                                       "outsider": 404}
+        expected[_url(name, demo)] = {
+            "reviewer_a": 200,
+            "reviewer_b": 200,
+            "lead": 404,
+            "outsider": 404,
+        }
+    expected[_url("project", demo)] = {
+        "reviewer_a": 200,
+        "reviewer_b": 200,
+        "lead": 302,
+        "outsider": 404,
+    }
     expected[task_url] = {"reviewer_a": 200, "reviewer_b": 404, "lead": 404, "outsider": 404}
     expected[_url("gold_download", demo, fmt="jsonl")] = {
-        "reviewer_a": 404, "reviewer_b": 404, "lead": 200, "outsider": 404}
+        "reviewer_a": 404,
+        "reviewer_b": 404,
+        "lead": 200,
+        "outsider": 404,
+    }
     for url, by_person in expected.items():
         for who, status in by_person.items():
             assert _status(client, people[who], url) == status, (url, who)
@@ -150,7 +173,7 @@ def _leaks(body: str, secrets: list[str]) -> list[str]:
     for secret in secrets:
         match = re.search(r"(?<![\w-])" + re.escape(secret) + r"(?![\w-])", body)
         if match:
-            found.append(f"{secret!r} in …{body[max(0, match.start() - 80):match.end() + 40]}…")
+            found.append(f"{secret!r} in …{body[max(0, match.start() - 80) : match.end() + 40]}…")
     return found
 
 
@@ -160,8 +183,11 @@ def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_re
 ):
     # alice has submitted labels (imported) and a task in progress with a draft
     task = next_task(project=demo, reviewer=reviewer_a)
-    save_claim_label(assignment=task, claim=task.answer.claims.first(),
-                     data={"support": "supported", "note": "draft in progress"})
+    save_claim_label(
+        assignment=task,
+        claim=task.answer.claims.first(),
+        data={"support": "supported", "note": "draft in progress"},
+    )
     client.login(username=reviewer_a.username, password=PASSWORD)
     secrets = _secrets(demo, reviewer_a)
     assert "verifier" in secrets and "bob" in secrets
@@ -169,8 +195,13 @@ def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_re
     start = ["/", _url("project", demo)]
     start += [_url("task", demo, number=n) for n in range(1, 62)]  # guessing task numbers
     start += [u for name in LEAD_PAGES if (u := _url(name, demo))]
-    start += [_url("gold_download", demo, fmt="jsonl"), "/admin/", "/admin/annotate/answer/",
-              "/p/demo/claims/1/", "/p/demo/adjudicate/1/"]
+    start += [
+        _url("gold_download", demo, fmt="jsonl"),
+        "/admin/",
+        "/admin/annotate/answer/",
+        "/p/demo/claims/1/",
+        "/p/demo/adjudicate/1/",
+    ]
     seen, queue, visited = set(), list(start), 0
     while queue and visited < 400:
         url = queue.pop(0)
@@ -180,23 +211,32 @@ def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_re
         seen.add(path)
         response = client.get(url)
         visited += 1
-        body = (b"".join(response.streaming_content) if response.streaming
-                else response.content).decode("utf-8", "replace")
+        body = (
+            b"".join(response.streaming_content) if response.streaming else response.content
+        ).decode("utf-8", "replace")
         assert not _leaks(body, secrets), (url, _leaks(body, secrets))
         assert response.status_code in (200, 302, 404), (url, response.status_code)
         if response.status_code == 302:
             queue.append(response["Location"])
         parser = _Links()
         parser.feed(body)
-        queue += [urljoin(url, link) for link in parser.links
-                  if link and not link.startswith(("http", "#", "mailto:"))]
+        queue += [
+            urljoin(url, link)
+            for link in parser.links
+            if link and not link.startswith(("http", "#", "mailto:"))
+        ]
     assert visited > 20
 
     # and the error responses of the write endpoints do not leak either
     mine = Assignment.objects.filter(reviewer=reviewer_a).values("answer_id")
     foreign = Answer.objects.filter(project=demo).exclude(pk__in=mine).first()
-    for name, extra in (("save_claim", {"index": 0}), ("save_answer", {}), ("submit", {}),
-                        ("skip", {}), ("reopen", {})):
+    for name, extra in (
+        ("save_claim", {"index": 0}),
+        ("save_answer", {}),
+        ("submit", {}),
+        ("skip", {}),
+        ("reopen", {}),
+    ):
         response = client.post(_url(name, demo, number=foreign.task_number, **extra), {})
         assert response.status_code == 404
         assert not _leaks(response.content.decode(), secrets)

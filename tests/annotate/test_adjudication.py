@@ -68,7 +68,9 @@ def test_a_decision_makes_the_field_adjudicated_with_its_rationale(demo, lead):
     answer = Answer.objects.get(pk=pair.answer_id)
     claim = answer.claims.get(pk=pair.claim_id)
     adjudicate(
-        answer=answer, lead=lead, version=0,
+        answer=answer,
+        lead=lead,
+        version=0,
         decisions=[DecisionInput(claim=claim, field="support", value="insufficient_evidence")],
         rationale="The note never states a rate.",
     )
@@ -86,11 +88,21 @@ def test_second_lead_saving_the_same_item_gets_a_conflict_and_nothing_is_lost(de
     answer = Answer.objects.get(pk=pair.answer_id)
     claim = answer.claims.get(pk=pair.claim_id)
     seen_version = start_adjudication(answer=answer, lead=lead).version
-    adjudicate(answer=answer, lead=lead, version=seen_version, rationale="first",
-               decisions=[DecisionInput(claim=claim, field="support", value="supported")])
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=seen_version,
+        rationale="first",
+        decisions=[DecisionInput(claim=claim, field="support", value="supported")],
+    )
     with pytest.raises(Conflict):
-        adjudicate(answer=answer, lead=other_lead, version=seen_version, rationale="second",
-                   decisions=[DecisionInput(claim=claim, field="support", value="contradicted")])
+        adjudicate(
+            answer=answer,
+            lead=other_lead,
+            version=seen_version,
+            rationale="second",
+            decisions=[DecisionInput(claim=claim, field="support", value="contradicted")],
+        )
     assert list(Decision.objects.values_list("value", flat=True)) == ["supported"]
 
 
@@ -99,11 +111,21 @@ def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
     answer = Answer.objects.get(pk=pair.answer_id)
     claim = answer.claims.get(pk=pair.claim_id)
     with pytest.raises(ServiceError, match="not a valid support"):
-        adjudicate(answer=answer, lead=lead, version=0, rationale="x",
-                   decisions=[DecisionInput(claim=claim, field="support", value="maybe")])
+        adjudicate(
+            answer=answer,
+            lead=lead,
+            version=0,
+            rationale="x",
+            decisions=[DecisionInput(claim=claim, field="support", value="maybe")],
+        )
     with pytest.raises(ServiceError, match="rationale"):
-        adjudicate(answer=answer, lead=lead, version=0, rationale=" ",
-                   decisions=[DecisionInput(claim=claim, field="support", value="supported")])
+        adjudicate(
+            answer=answer,
+            lead=lead,
+            version=0,
+            rationale=" ",
+            decisions=[DecisionInput(claim=claim, field="support", value="supported")],
+        )
     assert not Decision.objects.exists()
 
 
@@ -124,11 +146,19 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
     assert "baseline" not in page and "verifier" not in page
     assert item.answer.answer_id not in page
     assert 'class="quote-a"' in page or 'class="quote-b"' in page or "◆" in page
-    pair = next(p for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
-                if p.source["support"] == gold.PENDING)
-    response = client.post(url, {
-        "version": "0", f"f-{pair.ordinal}-support": "b", "rationale": "B read the note right.",
-    })
+    pair = next(
+        p
+        for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+        if p.source["support"] == gold.PENDING
+    )
+    response = client.post(
+        url,
+        {
+            "version": "0",
+            f"f-{pair.ordinal}-support": "b",
+            "rationale": "B read the note right.",
+        },
+    )
     assert response.status_code == 302
     assert Decision.objects.get().value == pair.b["support"]
 
@@ -138,8 +168,11 @@ def test_adjudication_conflict_on_the_page_keeps_the_second_leads_choices(client
     item = gold.adjudication_queue(demo)[0]
     url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
     client.get(url)
-    pair = next(p for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
-                if p.source["support"] == gold.PENDING)
+    pair = next(
+        p
+        for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+        if p.source["support"] == gold.PENDING
+    )
     key = f"f-{pair.ordinal}-support"
     client.post(url, {"version": "0", key: "a", "rationale": "first lead"})
     response = client.post(url, {"version": "0", key: "b", "rationale": "my reasons"})
@@ -170,9 +203,17 @@ def test_gold_export_is_byte_identical_until_something_changes(demo, lead):
     assert first == "".join(jsonl(gold_rows(demo)))
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)
-    adjudicate(answer=answer, lead=lead, version=0, rationale="r",
-               decisions=[DecisionInput(claim=answer.claims.get(pk=pair.claim_id),
-                                        field="support", value="supported")])
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        rationale="r",
+        decisions=[
+            DecisionInput(
+                claim=answer.claims.get(pk=pair.claim_id), field="support", value="supported"
+            )
+        ],
+    )
     assert "".join(jsonl(gold_rows(demo))) != first
 
 
@@ -181,14 +222,26 @@ def test_gold_rows_carry_provenance_and_tool_field_names(demo):
     claims = [r for r in rows if r["item"] == "claim"]
     answers = [r for r in rows if r["item"] == "answer"]
     assert len(claims) == 61 and len(answers) == 40
-    row = next(r for r in claims if r["answer_id"] == "a2-deadline/baseline" and r["claim_index"] == 1)
+    row = next(
+        r for r in claims if r["answer_id"] == "a2-deadline/baseline" and r["claim_index"] == 1
+    )
     assert row["label"] == 0 and row["gold"]["support"] == "contradicted"
     assert row["gold_source"]["support"] == "agreed"
     assert row["user_input"].startswith("When is Assignment 2 due")
     assert row["reviewer_a"]["reviewer"] in {"R1", "R2"} and "alice" not in json.dumps(row)
     assert row["judge_split"] in {"judge_dev", "judge_test"}
-    assert {"retrieved_contexts", "retrieved_context_ids", "doc", "claim", "response",
-            "export_id", "as_of", "schema_version", "content_hash", "human_kappa"} <= set(row)
+    assert {
+        "retrieved_contexts",
+        "retrieved_context_ids",
+        "doc",
+        "claim",
+        "response",
+        "export_id",
+        "as_of",
+        "schema_version",
+        "content_hash",
+        "human_kappa",
+    } <= set(row)
     by_case: dict[str, set[str]] = {}
     for r in rows:
         by_case.setdefault(r["case_id"], set()).add(r["judge_split"])

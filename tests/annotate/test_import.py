@@ -188,7 +188,8 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
         (
             {3: {"colour": "blue"}},
             3,
-            "unknown field 'colour' in passage (allowed: document, location, passage_id, text, title)",
+            "unknown field 'colour' in passage "
+            "(allowed: document, location, passage_id, text, title)",
         ),
         ({3: {"text": DROP}}, 3, "missing required field 'text'"),
         (
@@ -200,7 +201,8 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
         (
             {17: '{"type": "chunk"}'},
             17,
-            "type 'chunk': each line needs a type, one of answer, bundle, case, judgment, passage, variant",
+            "type 'chunk': each line needs a type, "
+            "one of answer, bundle, case, judgment, passage, variant",
         ),
     ],
 )
