@@ -22,12 +22,12 @@ def field_error(errors, *parts, oob=False):
     key = ".".join(str(p) for p in parts)
     message = (errors or {}).get(key, "")
     slot_id = "err-" + key.replace(".", "-").replace("_", "-")
-    return format_html(
-        '<p class="field-error" id="{}" role="alert"{}{}>{}</p>',
-        slot_id,
-        mark_safe(' hx-swap-oob="true"') if oob else "",
-        "" if message else mark_safe(" hidden"),
-        message,
+    oob_attr = ' hx-swap-oob="true"' if oob else ""
+    hidden = "" if message else " hidden"
+    # Plain string building: this tag runs five times per claim on the labelling page.
+    return mark_safe(
+        f'<p class="field-error" id="{escape(slot_id)}" role="alert"{oob_attr}{hidden}>'
+        f"{escape(message)}</p>"
     )
 
 
