@@ -50,6 +50,9 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
     ids = bulk.allocate_ids(Assignment, 2 * len(answers))
     rows, labels = [], []
     for i, answer_id in enumerate(answers):
+        first = {
+            c: SUPPORT[0] if rng.random() < 0.7 else rng.choice(SUPPORT) for c in claims[answer_id]
+        }
         for side, reviewer in enumerate(reviewers):
             pk = ids[2 * i + side]
             rows.append(
@@ -72,10 +75,10 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
                 )
             )
             for claim_id in claims[answer_id]:
-                support = SUPPORT[0] if rng.random() < 0.7 else rng.choice(SUPPORT)
-                if side == 1 and rng.random() < 0.12:
+                support = first[claim_id]
+                if side == 1 and rng.random() < 0.12:  # reviewer B departs from A now and then
                     support = rng.choice(SUPPORT)
-                severity = "none" if support == "supported" else rng.choice(SEVERITY[1:])
+                severity = "none" if support == "supported" else SEVERITY[1 + claim_id % 3]
                 labels.append((pk, claim_id, support, severity, True, [], "", {}, ""))
     bulk.insert_rows(
         Assignment,
