@@ -1,32 +1,12 @@
 """API tests and what they share: token clients for the named people, and the demo project
-with both reviewers' labels and a judge run (a project "with data").
-
-`urlpatterns` is config.urls plus the API, the token page and the judge pages, for as long as
-config.urls does not include them itself; test modules use it with pytest.mark.urls."""
+with both reviewers' labels and a judge run (a project "with data")."""
 
 from __future__ import annotations
 
 import pytest
-from django.urls import include, path
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotate import token_views
-from config.urls import urlpatterns as site_urlpatterns
-
-_names = {getattr(p, "name", None) for p in site_urlpatterns}
-_included = {str(getattr(p, "urlconf_name", "")) for p in site_urlpatterns}
-
-urlpatterns = list(site_urlpatterns)
-if "config.api_urls" not in _included:
-    urlpatterns.insert(0, path("", include("config.api_urls")))
-if "api_token" not in _names:
-    urlpatterns.insert(0, path("account/token/", token_views.tokens, name="api_token"))
-if "evaluation.judge_urls" not in _included:
-    # calibration reports link each item to the judge pages
-    urlpatterns.append(path("p/<slug:slug>/judges/", include("evaluation.judge_urls")))
-
-API_URLS = pytest.mark.urls("tests.api")
 API = "/api/v1"
 JSONL = "application/x-ndjson"
 

@@ -22,10 +22,9 @@ from annotate.services import open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from tests import api as shared
-from tests.api import API, API_URLS, JSONL, token_client
+from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES, PASSWORD
 
-pytestmark = [API_URLS]
 demo = shared.demo  # fixture
 
 SMALL = (FIXTURES / "small.jsonl").read_bytes()

@@ -24,10 +24,9 @@ from annotate.services import (
     save_claim_label,
 )
 from tests import api as shared
-from tests.api import API, API_URLS, JSONL, token_client
+from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES
 
-pytestmark = [API_URLS]
 people = shared.people  # fixture
 
 LEAD, REVIEWER, ANY = "lead", "reviewer", "any"

@@ -12,9 +12,6 @@ from rest_framework.authtoken.models import Token
 
 from annotate.models import Membership, Project, Role
 from evaluation.models import JudgeRun
-from tests.api import API_URLS
-
-pytestmark = [API_URLS]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "api.md"

@@ -17,7 +17,6 @@ from django.contrib.auth import get_user_model
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
-from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -28,10 +27,10 @@ from schemathesis.specs.openapi.checks import (
 
 from annotate.models import Answer, Project
 from evaluation.models import JudgeRun
-from tests.api import API_URLS, build_demo, token_client
+from tests.api import build_demo, token_client
 from tests.conftest import PASSWORD
 
-pytestmark = [API_URLS, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 CHECKS = [
     not_a_server_error,
@@ -46,8 +45,7 @@ STREAMS = ("/gold.jsonl", "/gold.csv", "/bundle/")
 
 # Loaded at collection (the schema needs no database). schemathesis.pytest.from_fixture would
 # load it per test instead, but its pytest plugin does not run on pytest 9 yet.
-with override_settings(ROOT_URLCONF="tests.api"):
-    schema = schemathesis.openapi.from_wsgi("/api/schema/", WSGIHandler())
+schema = schemathesis.openapi.from_wsgi("/api/schema/", WSGIHandler())
 schema.config.update(parameters={"slug": "demo"})
 schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
 

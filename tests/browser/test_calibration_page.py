@@ -5,10 +5,8 @@ switches the gold split (htmx, and by plain GET), and follows a disagreement to 
 from __future__ import annotations
 
 import pytest
-from django.urls import include, path
 from playwright.sync_api import expect
 
-import config.urls
 from annotate.management.commands.load_demo import load as load_demo
 from annotate.models import Project, Role
 from annotate.services import add_member
@@ -16,15 +14,7 @@ from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import FIXTURES, login, screenshot
 
-urlpatterns = [
-    *config.urls.urlpatterns,
-    path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
-]
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.urls(__name__),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=10_000)
 
 

@@ -5,24 +5,14 @@ works by plain GET, and the page fits 1280 px without horizontal scrolling."""
 from __future__ import annotations
 
 import pytest
-from django.urls import include, path
 from playwright.sync_api import expect
 
-import config.urls
 from annotate.management.commands.load_demo import load as load_demo
 from annotate.models import Project, Role
 from annotate.services import add_member
 from tests.conftest import login, screenshot
 
-urlpatterns = [
-    path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
-    *config.urls.urlpatterns,
-]
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.urls(__name__),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TIMEOUT_MS = 10_000
 expect.set_options(timeout=TIMEOUT_MS)
 

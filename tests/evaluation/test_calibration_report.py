@@ -13,23 +13,19 @@ from dataclasses import dataclass
 
 import pytest
 from django.core.management import call_command
-from django.urls import include, path, reverse
+from django.urls import reverse
 from django.utils.html import escape
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotate.gold import judge_split, pairs_for_project
 from annotate.models import Answer, Claim, Decision, Project, Role
 from annotate.services import add_member, import_bundle, import_labels, open_labelling
-from config.urls import urlpatterns as app_urlpatterns
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
 from evaluation.judge_reports import calibration_report, compare_runs, few_shot_examples
 from evaluation.judges import import_judge_run
 from evaluation.models import Verdict
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
-
-urlpatterns = [*app_urlpatterns, path("p/<slug:slug>/judges/", include("evaluation.judge_urls"))]
-pytestmark = pytest.mark.urls(__name__)
 
 S, C, I = "supported", "contradicted", "insufficient_evidence"  # noqa: E741
 

@@ -10,12 +10,11 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from django.urls import include, path, reverse
+from django.urls import reverse
 
 from annotate.bundles import BundleInvalid
 from annotate.models import Claim, Role
 from annotate.services import add_member
-from config.urls import urlpatterns as app_urlpatterns
 from evaluation.judges import (
     import_judge_run,
     parse_judge_run,
@@ -27,8 +26,6 @@ from evaluation.models import JudgeRun, Verdict
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 # config.urls includes the judge pages at p/<slug>/judges/; until then the tests add them here.
-urlpatterns = [*app_urlpatterns, path("p/<slug:slug>/judges/", include("evaluation.judge_urls"))]
-pytestmark = pytest.mark.urls(__name__)
 
 RUN = {
     "type": "run",

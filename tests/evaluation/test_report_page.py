@@ -7,22 +7,15 @@ import csv
 import io
 
 import pytest
-from django.urls import include, path, reverse
+from django.urls import reverse
 
-import config.urls
 from annotate.management.commands.load_demo import load as load_demo
 from annotate.models import Role
 from annotate.services import add_member
 from tests.conftest import PASSWORD
 from tests.evaluation.test_reports import build_stages_project
 
-# The lead engineer mounts evaluation.urls in config/urls.py; until then (and harmlessly after)
-# this module serves as the URLconf with the include in front.
-urlpatterns = [
-    path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
-    *config.urls.urlpatterns,
-]
-pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 SECTIONS = ("Retrieval", "Generation", "Abstention", "Stage diagnosis", "Variants", "Latency")
 TABLES = (
