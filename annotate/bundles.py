@@ -263,7 +263,7 @@ class _Line:
         if not present:
             return ""
         if not isinstance(value, str):
-            self.error(f"'{key}' must be a string, got {_kind(value)}")
+            self.error(f"'{key}' must be a string, got {kind_of(value)}")
             return ""
         if (required or nonempty) and not value.strip():
             self.error(f"'{key}' must not be empty")
@@ -272,7 +272,7 @@ class _Line:
     def boolean(self, key: str, *, required: bool = False, default: bool = False) -> bool:
         present, value = self._get(key, required, default)
         if present and not isinstance(value, bool):
-            self.error(f"'{key}' must be true or false, got {_kind(value)}")
+            self.error(f"'{key}' must be true or false, got {kind_of(value)}")
             return default
         return value
 
@@ -281,7 +281,7 @@ class _Line:
         if not present:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            self.error(f"'{key}' must be an integer, got {_kind(value)}")
+            self.error(f"'{key}' must be an integer, got {kind_of(value)}")
             return default
         if minimum is not None and value < minimum:
             self.error(f"'{key}' must be ≥ {minimum}, got {value}")
@@ -292,7 +292,7 @@ class _Line:
         if not present:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.error(f"'{key}' must be a number, got {_kind(value)}")
+            self.error(f"'{key}' must be a number, got {kind_of(value)}")
             return None
         if minimum is not None and value < minimum:
             self.error(f"'{key}' must be ≥ {minimum}, got {value}")
@@ -326,7 +326,53 @@ class _Line:
             self.error(f"unknown field '{key}' in {kind} (allowed: {allowed})")
 
 
-def _kind(value: Any) -> str:
+class JsonLines:
+    """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON or
+    not an object become errors (numbered like the file, blank lines counted but skipped), so
+    every importer reports them the same way and keeps going to find the rest."""
+
+    def __init__(
+        self,
+        lines: Iterable[bytes | str],
+        errors: list[BundleError],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ):
+        self.lines, self.errors, self.progress = lines, errors, progress
+        self.count = 0
+
+    def __iter__(self):
+        for number, raw in enumerate(self.lines, start=1):
+            self.count = number
+            if self.progress and number % PROGRESS_EVERY == 0:
+                self.progress(number)
+            if isinstance(raw, bytes):
+                try:
+                    raw = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    self.errors.append(
+                        BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                    )
+                    continue
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                self.errors.append(
+                    BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+                )
+                continue
+            if not isinstance(obj, dict):
+                self.errors.append(
+                    BundleError(number, f"expected a JSON object, got {kind_of(obj)}")
+                )
+                continue
+            yield number, obj
+
+
+def kind_of(value: Any) -> str:
+    """How a JSON value reads in an error message: 'a string', 'a list', 'null' …"""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), "null" if value is None else "a number"
     )
@@ -352,26 +398,8 @@ def parse_bundle(
     bundle = Bundle()
     case_versions: list[tuple[int, str]] = []
     seen_content = False
-    number = 0
-    for number, raw in enumerate(lines, start=1):
-        if progress and number % PROGRESS_EVERY == 0:
-            progress(number)
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.append(BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})"))
-                continue
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(BundleError(number, f"expected a JSON object, got {_kind(obj)}"))
-            continue
+    reader = JsonLines(lines, errors, progress=progress)
+    for number, obj in reader:
         kind = obj.get("type")
         if kind not in FIELDS:
             known = ", ".join(sorted(FIELDS))
@@ -399,9 +427,9 @@ def parse_bundle(
             _parse_answer(line, bundle)
         elif kind == "judgment":
             _parse_judgment(line, bundle)
-    bundle.lines = number
+    bundle.lines = reader.count
     if progress:
-        progress(number)
+        progress(reader.count)
 
     _check_versions(bundle, corpus_version, case_versions, errors)
     _check_references(bundle, known_passages, known_cases, errors)

@@ -3,7 +3,6 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -24,6 +23,7 @@ from annotate.bundles import (
     BundleError,
     BundleInvalid,
     ClaimRecord,
+    JsonLines,
     content_hash,
     parse_bundle,
     quote_occurs,
@@ -993,20 +993,8 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     pending: list[tuple[Assignment, list[ClaimLabel], dict]] = []
     seen: dict[tuple[str, str], int] = {}
     result = LabelImportResult()
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            raw = raw.decode("utf-8", errors="replace")
-        if not raw.strip():
-            continue
+    for number, obj in JsonLines(lines, errors):
         problems: list[str] = []
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(BundleError(number, "expected a JSON object"))
-            continue
         for key in sorted(set(obj) - LABEL_FIELDS):
             problems.append(f"unknown field '{key}'")
         answer = answers.get(obj.get("answer_id"))

@@ -16,7 +16,6 @@ apart:
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate.bundles import BundleError, BundleInvalid, quote_occurs
+from annotate.bundles import BundleError, BundleInvalid, JsonLines, kind_of, quote_occurs
 from annotate.models import Answer, Claim, Passage, Project, Variant
 from evaluation.agreement import RELEVANCE, SUPPORT
 from evaluation.models import JudgeRun, Verdict
@@ -72,12 +71,6 @@ class ParsedRun:
     verdicts: list[VerdictRecord]
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), "null" if value is None else "a number"
-    )
-
-
 def _unknown_fields(obj: dict, spec: tuple[set[str], set[str]], kind: str) -> list[str]:
     required, optional = spec
     allowed = ", ".join(sorted(required | optional))
@@ -103,24 +96,7 @@ def parse_judge_run(
     verdicts: list[VerdictRecord] = []
     first_line: dict[tuple[str, int | None], int] = {}
     missing_run_reported = False
-    number = 0
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.append(BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})"))
-                continue
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(BundleError(number, f"expected a JSON object, got {_kind(obj)}"))
-            continue
+    for number, obj in JsonLines(lines, errors):
         kind = obj.get("type")
         if kind == "run":
             if run is not None or first_line:
@@ -167,7 +143,7 @@ def _string(number: int, obj: dict, key: str, errors: list[BundleError], *, requ
             errors.append(BundleError(number, f"missing required field '{key}'"))
         return ""
     if not isinstance(value, str):
-        errors.append(BundleError(number, f"'{key}' must be a string, got {_kind(value)}"))
+        errors.append(BundleError(number, f"'{key}' must be a string, got {kind_of(value)}"))
         return ""
     return value
 
@@ -188,7 +164,7 @@ def _parse_run(number: int, obj: dict, errors: list[BundleError], name: str | No
         errors.append(BundleError(number, "the run name is longer than 200 characters"))
     settings = obj.get("settings") or {}
     if not isinstance(settings, dict):
-        errors.append(BundleError(number, f"'settings' must be an object, got {_kind(settings)}"))
+        errors.append(BundleError(number, f"'settings' must be an object, got {kind_of(settings)}"))
         settings = {}
     return RunRecord(
         line=number,
@@ -213,7 +189,9 @@ def _parse_verdict(
     answer_id = _string(number, obj, "answer_id", errors, required=True)
     index = obj.get("claim_index")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
-        errors.append(BundleError(number, f"'claim_index' must be an integer, got {_kind(index)}"))
+        errors.append(
+            BundleError(number, f"'claim_index' must be an integer, got {kind_of(index)}")
+        )
         index = None
     status = obj.get("status", Verdict.Status.OK)
     if status not in STATUSES:
@@ -252,7 +230,7 @@ def _parse_verdict(
     record.evidence_ids = _evidence_ids(obj, problems)
     quote = obj.get("quote")
     if quote is not None and not isinstance(quote, str):
-        problems.append(f"'quote' must be a string, got {_kind(quote)}")
+        problems.append(f"'quote' must be a string, got {kind_of(quote)}")
         quote = ""
     record.quote = quote or ""
     if status == Verdict.Status.TIMEOUT:
