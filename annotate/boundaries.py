@@ -1,5 +1,4 @@
-"""Writes for the lead's set-up: claim boundaries first, then members, guidelines and a new
-project's first import.
+"""Writes that change claim boundaries, before labelling opens.
 
 Claim boundaries may change only while the project is a draft: once labelling opens, a claim's
 ordinal is what a reviewer's label, a judge verdict (``claim_index``) and the gold export refer
@@ -10,9 +9,6 @@ Every boundary edit is planned as the answer's new list of spans, validated as a
 written: ordinals always end up 0..n-1 in span order, text and citations of a changed span are
 re-derived from the answer text with ``strip_markers``, and an edited claim stops being
 ``proposed`` (a lead has now reviewed it).
-
-The membership, guidelines and new-project writes live here only because this helper's brief
-kept ``services.py`` out of reach; they are ordinary services and can move there unchanged.
 """
 
 from __future__ import annotations
@@ -20,16 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.password_validation import validate_password
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
-from annotate import services
 from annotate.claims import strip_markers
-from annotate.models import Answer, Citation, Claim, Membership, Passage, Project, Role
-from annotate.services import ImportResult, ServiceError
+from annotate.models import Answer, Citation, Claim, Passage, Project
+from annotate.services import ServiceError
 
 LOCKED = "Claims are locked once labelling opens."
 MAX_CITED_ID = Citation._meta.get_field("cited_id").max_length
@@ -268,117 +260,3 @@ def accept_claims(*, answer: Answer) -> int:
     """Mark the answer's proposed claims as reviewed without changing them."""
     answer, _ = _locked_answer(answer.pk)
     return Claim.objects.filter(answer=answer, proposed=True).update(proposed=False)
-
-
-# --- Members ---------------------------------------------------------------------------------
-
-
-_LAST_LEAD = "This is the project's only lead: add another lead first (a project keeps one)."
-
-
-class MemberError(ServiceError):
-    """A refused membership change, with the form field it concerns (None: the whole form)."""
-
-    def __init__(self, message: str, *, field: str | None = None):
-        super().__init__(message)
-        self.field = field
-
-
-def _lead_count(project: Project) -> int:
-    # Locking every lead row serialises two leads who demote or remove each other at once.
-    return len(Membership.objects.select_for_update().filter(project=project, role=Role.LEAD))
-
-
-@transaction.atomic
-def add_project_member(
-    *, project: Project, username: str, role: str, password: str | None = None
-) -> Membership:
-    """services.add_member for the members page, with two extra rules: a password may be set
-    only for a new account (a lead must not be able to take over someone's existing login),
-    and the project keeps at least one lead."""
-    User = get_user_model()
-    user = User.objects.filter(username=username).first()
-    if user is not None and password:
-        raise MemberError(
-            f"'{username}' already has an account: leave the password empty; only new "
-            "accounts get one here.",
-            field="password",
-        )
-    if user is None and password:
-        try:
-            validate_password(password, User(username=username))
-        except ValidationError as exc:
-            raise MemberError(" ".join(exc.messages), field="password") from exc
-    if user is not None and role != Role.LEAD:
-        membership = Membership.objects.filter(project=project, user=user).first()
-        if membership and membership.role == Role.LEAD and _lead_count(project) <= 1:
-            raise MemberError(_LAST_LEAD, field="role")
-    return services.add_member(project=project, username=username, role=role, password=password)
-
-
-@transaction.atomic
-def change_member_role(*, membership: Membership, role: str) -> Membership:
-    if role not in Role.values:
-        raise ServiceError(f"Unknown role '{role}': use one of {', '.join(Role.values)}.")
-    membership = Membership.objects.select_for_update().get(pk=membership.pk)
-    demoted = membership.role == Role.LEAD and role != Role.LEAD
-    if demoted and _lead_count(membership.project) <= 1:
-        raise ServiceError(_LAST_LEAD)
-    membership.role = role
-    membership.save(update_fields=["role"])
-    return membership
-
-
-@transaction.atomic
-def remove_member(*, membership: Membership) -> None:
-    """Remove a person from the project. Their account stays; so do any labels they already
-    submitted (assignments belong to the project, not to the membership)."""
-    membership = Membership.objects.select_for_update().get(pk=membership.pk)
-    if membership.role == Role.LEAD and _lead_count(membership.project) <= 1:
-        raise ServiceError(_LAST_LEAD)
-    membership.delete()
-
-
-# --- Guidelines ------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def update_guidelines(*, project: Project, guidelines: str, overlap: int | None = None) -> Project:
-    """Guidelines may change at any time; overlap only in draft (the queue is built on it)."""
-    project = Project.objects.select_for_update().get(pk=project.pk)
-    if overlap is not None and overlap != project.overlap:
-        if project.state != Project.State.DRAFT:
-            raise ServiceError("Overlap is fixed once labelling opens.")
-        if overlap < 1:
-            raise ServiceError("Overlap is at least 1 (each answer needs a reviewer).")
-        project.overlap = overlap
-    project.guidelines = guidelines
-    project.save(update_fields=["guidelines", "overlap"])
-    return project
-
-
-# --- A new project from the browser -----------------------------------------------------------
-
-SLUG_TAKEN = "This slug is taken: choose another."
-
-
-@transaction.atomic
-def import_new_project(
-    *, lines: Iterable[bytes | str], slug: str, name: str | None, user
-) -> ImportResult:
-    """Import a bundle as a new project whose lead is ``user``. A slug that exists is refused
-    unless ``user`` already leads that project (then it is an ordinary re-import). The
-    check and the import share one transaction: if someone else creates the slug in between,
-    nothing is written into their project."""
-    if Project.objects.filter(slug=slug).exists() and not _leads(user, slug):
-        raise ServiceError(SLUG_TAKEN)
-    result = services.import_bundle(lines=lines, project_slug=slug, name=name)
-    if result.created_project:
-        services.add_member(project=result.project, username=user.get_username(), role=Role.LEAD)
-    elif not _leads(user, slug):
-        raise ServiceError(SLUG_TAKEN)  # raised inside the transaction: the import rolls back
-    return result
-
-
-def _leads(user, slug: str) -> bool:
-    return Project.objects.led_by(user).filter(slug=slug).exists()

@@ -2,20 +2,15 @@
 opening labelling. Thin views: a form parses the request, one service decides, the page
 renders; an htmx request gets a named partial of the same template.
 
-The read helpers at the bottom (dashboard counts, the boundary list, the editor's segments)
-are selectors in all but file name: this module's brief kept selectors.py out of reach.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotate import boundaries as boundary_services
-from annotate import services
+from annotate import selectors, services
 from annotate.bundles import BundleInvalid
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
@@ -33,12 +28,11 @@ from annotate.lead_forms import (
     NewProjectForm,
     UploadForm,
 )
-from annotate.models import Answer, Assignment, Claim, Membership, Project, Role
+from annotate.models import Answer, Claim, Membership, Project, Role
 from annotate.services import ServiceError
 from annotate.views import project_view
 
 ANSWERS_PER_PAGE = 50
-SKIPS_SHOWN = 200
 
 
 def _render(request, template: str, context: dict, *, partial: str | None = None, status=200):
@@ -72,7 +66,7 @@ def _setup_url(project: Project) -> str:
 @require_GET
 @project_view(Role.LEAD)
 def project_setup(request, project, role):
-    summary = setup_summary(project)
+    summary = selectors.setup_summary(project)
     return render(
         request,
         "annotate/lead/setup.html",
@@ -103,7 +97,7 @@ def project_new(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            result = boundary_services.import_new_project(
+            result = services.import_new_project(
                 lines=data["file"], slug=data["slug"], name=data["name"] or None, user=request.user
             )
         except BundleInvalid as exc:
@@ -177,13 +171,13 @@ def members(request, project, role):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            boundary_services.add_project_member(
+            services.add_project_member(
                 project=project,
                 username=data["username"],
                 role=data["role"],
                 password=data["password"] or None,
             )
-        except boundary_services.MemberError as exc:
+        except services.MemberError as exc:
             form.add_error(exc.field, str(exc))
         except ServiceError as exc:
             form.add_error(None, str(exc))
@@ -226,11 +220,11 @@ def _change_member(request, project, role, action: str):
     name = membership.user.get_username()
     try:
         if action == "remove":
-            boundary_services.remove_member(membership=membership)
+            services.remove_member(membership=membership)
             messages.success(request, f"{name} was removed from the project.")
         else:
             new_role = form.cleaned_data["role"]
-            boundary_services.change_member_role(membership=membership, role=new_role)
+            services.change_member_role(membership=membership, role=new_role)
             messages.success(request, f"{name} is now a {new_role}.")
     except ServiceError as exc:
         messages.error(request, str(exc))
@@ -257,7 +251,7 @@ def guidelines(request, project, role):
     form = GuidelinesForm(*_posted(request)[:1], project=project)
     if request.method == "POST" and form.is_valid():
         try:
-            boundary_services.update_guidelines(
+            services.update_guidelines(
                 project=project,
                 guidelines=form.cleaned_data["guidelines"],
                 overlap=form.cleaned_data["overlap"],
@@ -279,9 +273,9 @@ def guidelines(request, project, role):
 @project_view(Role.LEAD)
 def boundaries(request, project, role):
     only_proposed = request.GET.get("proposed") == "1"
-    page = Paginator(answers_for_boundaries(project, only_proposed), ANSWERS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
+    page = Paginator(
+        selectors.answers_for_boundaries(project, only_proposed), ANSWERS_PER_PAGE
+    ).get_page(request.GET.get("page"))
     url = reverse("boundaries", kwargs={"slug": project.slug})
 
     def page_url(number: int) -> str:
@@ -340,7 +334,7 @@ def boundary_edit(request, project, role, answer_pk):
         "project": project,
         "role": role,
         "current": "boundaries",
-        **boundary_editor(project, answer, only_proposed=only_proposed),
+        **selectors.boundary_editor(project, answer, only_proposed=only_proposed),
     }
     return _render(request, "annotate/lead/boundary_edit.html", context, partial="editor")
 
@@ -374,182 +368,3 @@ def _apply_boundary_action(action: str, answer: Answer, data: dict) -> None:
         boundary_services.edit_citations(claim=claim, cited_ids=ids)
     elif action == "delete":
         boundary_services.delete_claim(claim=claim)
-
-
-# --- Reads -----------------------------------------------------------------------------------
-
-
-@dataclass
-class ReviewerRow:
-    username: str
-    member: bool = True
-    submitted: int = 0
-    in_progress: int = 0
-    skipped: int = 0
-    reasons: list[dict] = field(default_factory=list)
-
-
-def setup_summary(project: Project) -> dict:
-    """Everything the dashboard shows, in a fixed number of aggregate queries."""
-    cases = project.cases.aggregate(
-        total=Count("pk"),
-        # Slices as everywhere else: adversarial cases form their own slice.
-        n_answerable=Count("pk", filter=Q(answerable=True, adversarial=False)),
-        n_unanswerable=Count("pk", filter=Q(answerable=False, adversarial=False)),
-        n_adversarial=Count("pk", filter=Q(adversarial=True)),
-    )
-    claims = Claim.objects.filter(answer__project=project).aggregate(
-        total=Count("pk"),
-        to_review=Count("pk", filter=Q(proposed=True)),
-        answers_to_review=Count("answer", filter=Q(proposed=True), distinct=True),
-    )
-    passages = project.passages.count()
-    answers = project.answers.count()
-    people = list(project.memberships.select_related("user").order_by("user__username"))
-    rows = {
-        m.user_id: ReviewerRow(username=m.user.get_username())
-        for m in people
-        if m.role == Role.REVIEWER
-    }
-    by_status = (
-        Assignment.objects.filter(project=project)
-        .values("reviewer_id", "reviewer__username", "status")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    Status = Assignment.Status
-    for item in by_status:
-        row = rows.setdefault(
-            item["reviewer_id"], ReviewerRow(username=item["reviewer__username"], member=False)
-        )
-        if item["status"] == Status.SUBMITTED:
-            row.submitted += item["n"]
-        elif item["status"] == Status.IN_PROGRESS:
-            row.in_progress += item["n"]
-        else:
-            row.skipped += item["n"]
-    skips = (
-        Assignment.objects.filter(project=project, status=Status.RELEASED)
-        .values("reviewer_id", "release_reason", "answer__task_number", "touched_at")
-        .order_by("-touched_at")[:SKIPS_SHOWN]
-    )
-    for skip in skips:
-        if skip["reviewer_id"] in rows:
-            rows[skip["reviewer_id"]].reasons.append(skip)
-    needed = answers * project.overlap
-    submitted = sum(row.submitted for row in rows.values())
-    reviewers = sum(1 for m in people if m.role == Role.REVIEWER)
-    return {
-        "passages": passages,
-        "cases": cases,
-        "answers": answers,
-        "claims": claims,
-        "leads": [m for m in people if m.role == Role.LEAD],
-        "reviewer_count": reviewers,
-        "reviewers": sorted(rows.values(), key=lambda r: (not r.member, r.username)),
-        "needed": needed,
-        "submitted": submitted,
-        "percent": round(100 * submitted / needed) if needed else 0,
-        "checklist": [
-            ("Data imported", answers > 0, "upload a bundle with answers"),
-            (
-                "Proposed claims reviewed",
-                claims["to_review"] == 0,
-                f"{claims['to_review']} proposed claims in {claims['answers_to_review']} "
-                "answers still to review",
-            ),
-            (
-                "Enough reviewers",
-                reviewers >= project.overlap,
-                f"overlap {project.overlap} needs at least {project.overlap} reviewers; "
-                f"the project has {reviewers}",
-            ),
-            ("Guidelines written", bool(project.guidelines.strip()), "write the guidelines"),
-        ],
-    }
-
-
-def answers_for_boundaries(project: Project, only_proposed: bool):
-    answers = (
-        Answer.objects.filter(project=project)
-        .annotate(
-            claim_count=Count("claims"),
-            proposed_count=Count("claims", filter=Q(claims__proposed=True)),
-        )
-        .only("pk", "answer_id", "text")
-        .order_by("answer_id")
-    )
-    if only_proposed:
-        answers = answers.filter(proposed_count__gt=0)
-    return answers
-
-
-@dataclass
-class Segment:
-    text: str
-    number: int | None = None  # 1-based claim number when the segment is a claim
-    pk: int | None = None
-
-
-def boundary_editor(project: Project, answer: Answer, *, only_proposed: bool) -> dict:
-    claims = list(answer.claims.prefetch_related("citations").order_by("ordinal"))
-    text = answer.text
-    segments: list[Segment] = []
-    gaps: list[tuple[int, int, str]] = []
-    position = 0
-    for number, claim in enumerate(claims, start=1):
-        if claim.start > position:
-            segments.append(Segment(text[position : claim.start]))
-            _add_gap(gaps, text, position, claim.start)
-        segments.append(Segment(text[claim.start : claim.end], number=number, pk=claim.pk))
-        position = max(position, claim.end)
-    if position < len(text):
-        segments.append(Segment(text[position:]))
-        _add_gap(gaps, text, position, len(text))
-    others = Answer.objects.filter(project=project)
-    if only_proposed:
-        others = others.filter(Exists(Claim.objects.filter(answer=OuterRef("pk"), proposed=True)))
-    previous = others.filter(answer_id__lt=answer.answer_id).order_by("-answer_id").first()
-    following = others.filter(answer_id__gt=answer.answer_id).order_by("answer_id").first()
-    return {
-        "answer": answer,
-        "claims": [
-            {
-                "claim": claim,
-                "number": number,
-                "last": number == len(claims),
-                "citations": list(claim.citations.all()),
-                "split_points": _split_points(text, claim.start, claim.end),
-                "cited_text": ", ".join(c.cited_id for c in claim.citations.all()),
-            }
-            for number, claim in enumerate(claims, start=1)
-        ],
-        "segments": segments,
-        "gaps": gaps,
-        "words": [(m.start(), m.group()) for m in re.finditer(r"\S+", text)],
-        "locked": not project.is_draft,
-        "proposed_left": sum(1 for c in claims if c.proposed),
-        "previous": previous,
-        "following": following,
-        "nav_query": "?" + urlencode({"proposed": 1}) if only_proposed else "",
-        "only_proposed": only_proposed,
-    }
-
-
-def _add_gap(gaps: list, text: str, start: int, end: int) -> None:
-    """Text no claim covers, offered as a new claim when it holds words."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if any(ch.isalnum() for ch in text[start:end]):
-        gaps.append((start, end, text[start:end]))
-
-
-def _split_points(text: str, start: int, end: int) -> list[tuple[int, str]]:
-    """Offsets inside the span where a word begins: the natural places to split."""
-    return [
-        (i, text[i : i + 24].split()[0] if text[i : i + 24].split() else "")
-        for i in range(start + 1, end)
-        if text[i - 1].isspace() and not text[i].isspace()
-    ]

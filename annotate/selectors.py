@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
 from annotate import gold
 from annotate.models import (
@@ -21,6 +23,7 @@ from annotate.models import (
     Passage,
     Project,
     RetrievedPassage,
+    Role,
     Severity,
     Support,
 )
@@ -374,3 +377,185 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         pending=sum(f.source == gold.PENDING for f in all_fields),
         history=history,
     )
+
+
+SKIPS_SHOWN = 200
+
+
+# --- The lead's set-up pages ----------------------------------------------------------------
+
+
+@dataclass
+class ReviewerRow:
+    username: str
+    member: bool = True
+    submitted: int = 0
+    in_progress: int = 0
+    skipped: int = 0
+    reasons: list[dict] = field(default_factory=list)
+
+
+def setup_summary(project: Project) -> dict:
+    """Everything the dashboard shows, in a fixed number of aggregate queries."""
+    cases = project.cases.aggregate(
+        total=Count("pk"),
+        # Slices as everywhere else: adversarial cases form their own slice.
+        n_answerable=Count("pk", filter=Q(answerable=True, adversarial=False)),
+        n_unanswerable=Count("pk", filter=Q(answerable=False, adversarial=False)),
+        n_adversarial=Count("pk", filter=Q(adversarial=True)),
+    )
+    claims = Claim.objects.filter(answer__project=project).aggregate(
+        total=Count("pk"),
+        to_review=Count("pk", filter=Q(proposed=True)),
+        answers_to_review=Count("answer", filter=Q(proposed=True), distinct=True),
+    )
+    passages = project.passages.count()
+    answers = project.answers.count()
+    people = list(project.memberships.select_related("user").order_by("user__username"))
+    rows = {
+        m.user_id: ReviewerRow(username=m.user.get_username())
+        for m in people
+        if m.role == Role.REVIEWER
+    }
+    by_status = (
+        Assignment.objects.filter(project=project)
+        .values("reviewer_id", "reviewer__username", "status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    Status = Assignment.Status
+    for item in by_status:
+        row = rows.setdefault(
+            item["reviewer_id"], ReviewerRow(username=item["reviewer__username"], member=False)
+        )
+        if item["status"] == Status.SUBMITTED:
+            row.submitted += item["n"]
+        elif item["status"] == Status.IN_PROGRESS:
+            row.in_progress += item["n"]
+        else:
+            row.skipped += item["n"]
+    skips = (
+        Assignment.objects.filter(project=project, status=Status.RELEASED)
+        .values("reviewer_id", "release_reason", "answer__task_number", "touched_at")
+        .order_by("-touched_at")[:SKIPS_SHOWN]
+    )
+    for skip in skips:
+        if skip["reviewer_id"] in rows:
+            rows[skip["reviewer_id"]].reasons.append(skip)
+    needed = answers * project.overlap
+    submitted = sum(row.submitted for row in rows.values())
+    reviewers = sum(1 for m in people if m.role == Role.REVIEWER)
+    return {
+        "passages": passages,
+        "cases": cases,
+        "answers": answers,
+        "claims": claims,
+        "leads": [m for m in people if m.role == Role.LEAD],
+        "reviewer_count": reviewers,
+        "reviewers": sorted(rows.values(), key=lambda r: (not r.member, r.username)),
+        "needed": needed,
+        "submitted": submitted,
+        "percent": round(100 * submitted / needed) if needed else 0,
+        "checklist": [
+            ("Data imported", answers > 0, "upload a bundle with answers"),
+            (
+                "Proposed claims reviewed",
+                claims["to_review"] == 0,
+                f"{claims['to_review']} proposed claims in {claims['answers_to_review']} "
+                "answers still to review",
+            ),
+            (
+                "Enough reviewers",
+                reviewers >= project.overlap,
+                f"overlap {project.overlap} needs at least {project.overlap} reviewers; "
+                f"the project has {reviewers}",
+            ),
+            ("Guidelines written", bool(project.guidelines.strip()), "write the guidelines"),
+        ],
+    }
+
+
+def answers_for_boundaries(project: Project, only_proposed: bool):
+    answers = (
+        Answer.objects.filter(project=project)
+        .annotate(
+            claim_count=Count("claims"),
+            proposed_count=Count("claims", filter=Q(claims__proposed=True)),
+        )
+        .only("pk", "answer_id", "text")
+        .order_by("answer_id")
+    )
+    if only_proposed:
+        answers = answers.filter(proposed_count__gt=0)
+    return answers
+
+
+@dataclass
+class EditorSegment:
+    text: str
+    number: int | None = None  # 1-based claim number when the segment is a claim
+    pk: int | None = None
+
+
+def boundary_editor(project: Project, answer: Answer, *, only_proposed: bool) -> dict:
+    claims = list(answer.claims.prefetch_related("citations").order_by("ordinal"))
+    text = answer.text
+    segments: list[EditorSegment] = []
+    gaps: list[tuple[int, int, str]] = []
+    position = 0
+    for number, claim in enumerate(claims, start=1):
+        if claim.start > position:
+            segments.append(EditorSegment(text[position : claim.start]))
+            _add_gap(gaps, text, position, claim.start)
+        segments.append(EditorSegment(text[claim.start : claim.end], number=number, pk=claim.pk))
+        position = max(position, claim.end)
+    if position < len(text):
+        segments.append(EditorSegment(text[position:]))
+        _add_gap(gaps, text, position, len(text))
+    others = Answer.objects.filter(project=project)
+    if only_proposed:
+        others = others.filter(Exists(Claim.objects.filter(answer=OuterRef("pk"), proposed=True)))
+    previous = others.filter(answer_id__lt=answer.answer_id).order_by("-answer_id").first()
+    following = others.filter(answer_id__gt=answer.answer_id).order_by("answer_id").first()
+    return {
+        "answer": answer,
+        "claims": [
+            {
+                "claim": claim,
+                "number": number,
+                "last": number == len(claims),
+                "citations": list(claim.citations.all()),
+                "split_points": _split_points(text, claim.start, claim.end),
+                "cited_text": ", ".join(c.cited_id for c in claim.citations.all()),
+            }
+            for number, claim in enumerate(claims, start=1)
+        ],
+        "segments": segments,
+        "gaps": gaps,
+        "words": [(m.start(), m.group()) for m in re.finditer(r"\S+", text)],
+        "locked": not project.is_draft,
+        "proposed_left": sum(1 for c in claims if c.proposed),
+        "previous": previous,
+        "following": following,
+        "nav_query": "?" + urlencode({"proposed": 1}) if only_proposed else "",
+        "only_proposed": only_proposed,
+    }
+
+
+def _add_gap(gaps: list, text: str, start: int, end: int) -> None:
+    """Text no claim covers, offered as a new claim when it holds words."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if any(ch.isalnum() for ch in text[start:end]):
+        gaps.append((start, end, text[start:end]))
+
+
+def _split_points(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """Offsets inside the span where a word begins: the natural places to split."""
+    return [
+        (i, text[i : i + 24].split()[0] if text[i : i + 24].split() else "")
+        for i in range(start + 1, end)
+        if text[i - 1].isspace() and not text[i].isspace()
+    ]

@@ -32,7 +32,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler
 
-from annotate import boundaries, exports, gold, selectors, services
+from annotate import exports, gold, selectors, services
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
@@ -272,7 +272,7 @@ class ProjectList(ListView, APIView):
             data = query(s.NewProjectQuerySerializer, request)
             lines, _ = upload_lines(request)
         try:
-            result = boundaries.import_new_project(
+            result = services.import_new_project(
                 lines=lines, slug=data["slug"], name=data.get("name") or None, user=request.user
             )
         except BundleInvalid as exc:
@@ -405,13 +405,13 @@ class MemberList(ListView, LeadView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
-            membership = boundaries.add_project_member(
+            membership = services.add_project_member(
                 project=self.project,
                 username=data["username"],
                 role=data["role"],
                 password=data.get("password") or None,
             )
-        except boundaries.MemberError as exc:
+        except services.MemberError as exc:
             raise ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
         except ServiceError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
@@ -443,7 +443,7 @@ class MemberDetail(LeadView):
         serializer = s.MemberRoleSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            membership = boundaries.change_member_role(
+            membership = services.change_member_role(
                 membership=self.membership(username), role=serializer.validated_data["role"]
             )
         except ServiceError as exc:
@@ -457,7 +457,7 @@ class MemberDetail(LeadView):
     )
     def delete(self, request, slug, username):
         try:
-            boundaries.remove_member(membership=self.membership(username))
+            services.remove_member(membership=self.membership(username))
         except ServiceError as exc:
             return refused(exc)
         return Response(status=status.HTTP_204_NO_CONTENT)
