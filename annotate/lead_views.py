@@ -1,7 +1,6 @@
 """Lead pages: project set-up, bundle upload, members, guidelines, claim boundaries and
 opening labelling. Thin views: a form parses the request, one service decides, the page
 renders; an htmx request gets a named partial of the same template.
-
 """
 
 from __future__ import annotations
