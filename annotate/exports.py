@@ -10,10 +10,21 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Count, Max, Prefetch
 
+from annotate import gold
 from annotate.bundles import canonical_number
-from annotate.models import Citation, Claim, Judgment, Project, RetrievedPassage
+from annotate.models import (
+    Answer,
+    Assignment,
+    Citation,
+    Claim,
+    Decision,
+    Judgment,
+    Project,
+    RetrievedPassage,
+)
+from evaluation.agreement_report import agreement_report
 
 CHUNK = 500
 
@@ -171,10 +182,6 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
     """(export id, as-of time). Both derive from the data, never from the clock, so exporting
     twice with nothing changed gives byte-identical files; any new submission or decision
     changes both."""
-    from django.db.models import Count, Max
-
-    from annotate.models import Assignment, Decision
-
     labels = Assignment.objects.filter(project=project, status="submitted").aggregate(
         n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision")
     )
@@ -210,8 +217,6 @@ def _pseudonyms(project: Project) -> dict[int, str]:
 
 
 def _human_kappas(project: Project) -> dict[str, float | None]:
-    from evaluation.agreement_report import agreement_report
-
     report = agreement_report(project, n_boot=0)
     return {
         name: stats.get("kappa")
@@ -230,9 +235,6 @@ def _hashed(row: dict[str, Any]) -> dict[str, Any]:
 def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
     """One row per doubly-labelled claim and per answer, with provenance. Streams in chunks
     of answers, so memory stays flat whatever the project's size."""
-    from annotate import gold
-    from annotate.models import Answer
-
     export_id, as_of = gold_fingerprint(project)
     names = _pseudonyms(project)
     kappas = _human_kappas(project)
@@ -295,8 +297,6 @@ def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 
 def _answer_fields(base: dict, answer) -> dict[str, Any]:
-    from annotate.gold import judge_split
-
     retrieved = list(answer.retrieved.all())
     return {
         **base,
@@ -308,7 +308,7 @@ def _answer_fields(base: dict, answer) -> dict[str, Any]:
         "answerable": answer.case.answerable,
         "adversarial": answer.case.adversarial,
         "split": answer.case.split,
-        "judge_split": judge_split(answer.case.case_id),
+        "judge_split": gold.judge_split(answer.case.case_id),
         "user_input": answer.case.question,
         "response": answer.text,
         "retrieved_context_ids": [r.passage.passage_id for r in retrieved],

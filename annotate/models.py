@@ -17,14 +17,6 @@ class Role(models.TextChoices):
 
 
 class ProjectQuerySet(models.QuerySet):
-    def for_user(self, user) -> "ProjectQuerySet":
-        """Projects the user has a role in (superusers see all)."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_superuser:
-            return self
-        return self.filter(memberships__user=user).distinct()
-
     def led_by(self, user) -> "ProjectQuerySet":
         if not user.is_authenticated:
             return self.none()

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import exports, gold, selectors, services
@@ -249,8 +250,6 @@ def my_tasks(request, project, role):
 
 
 def _task_url(project, number) -> str:
-    from django.urls import reverse
-
     return reverse("task", kwargs={"slug": project.slug, "number": number})
 
 
