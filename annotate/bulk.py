@@ -68,3 +68,14 @@ def insert_rows(
             cursor.executemany(sql, batch)
             count += len(batch)
     return count
+
+
+def analyze(models_: Iterable[type[models.Model]]) -> None:
+    """Refresh the planner's statistics after a bulk load. Autovacuum would, but only a minute
+    or so later: until then PostgreSQL plans the labelling screen's reads against a table it
+    believes empty (sequential scans where the foreign-key indexes should serve)."""
+    if connection.vendor != "postgresql":
+        return
+    tables = ", ".join(f'"{model._meta.db_table}"' for model in models_)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")

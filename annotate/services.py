@@ -149,6 +149,7 @@ def import_bundle(
             project = Project.objects.select_for_update().get(pk=project.pk)
         result = ImportResult(project=project, created_project=created_project)
         _write(project, bundle, existing, plan, result, progress)
+    bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
     return result
 
 
