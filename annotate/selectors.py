@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from annotate import gold
 from annotate.models import (
@@ -91,10 +93,16 @@ class TaskScreen:
     segments: list[Segment]
     claims: list[ClaimRow]
     passages: list[PassageRow]
-    total_tasks: int
-    done_by_me: int
-    project_done: int
-    project_slots: int
+    # The progress bar's counts; None when the caller did not ask for them (a draft save).
+    total_tasks: int | None = None
+    done_by_me: int | None = None
+    project_done: int | None = None
+    project_slots: int | None = None
+
+    @cached_property
+    def shown(self) -> dict[str, Passage]:
+        """The passages on screen by id: evidence must come from these."""
+        return {row.passage.passage_id: row.passage for row in self.passages}
 
 
 def task_for_reviewer(user, project: Project, task_number: int) -> Assignment | None:
@@ -109,9 +117,26 @@ def task_for_reviewer(user, project: Project, task_number: int) -> Assignment | 
     )
 
 
-def task_screen(assignment: Assignment) -> TaskScreen:
+def reviewer_task(user, slug: str, task_number: int) -> Assignment | None:
+    """task_for_reviewer for a request that names the project by slug: the user's own
+    assignment, with its project, answer and case, in one query -- and only while the user is
+    still a reviewer of that project. None means 404."""
+    still_reviewer = Membership.objects.filter(
+        project=OuterRef("project_id"), user=user, role=Role.REVIEWER
+    )
+    return (
+        Assignment.objects.for_reviewer(user)
+        .filter(Exists(still_reviewer), project__slug=slug, answer__task_number=task_number)
+        .exclude(status=Assignment.Status.RELEASED)
+        .select_related("answer__case", "project")
+        .first()
+    )
+
+
+def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
     """Everything the labelling page shows, in a fixed number of queries whatever the number
-    of claims and passages. Deliberately never touches the variant or the answer id."""
+    of claims and passages (four, and one more for the progress counts). Deliberately never
+    touches the variant or the answer id."""
     answer = assignment.answer
     claims = list(
         Claim.objects.filter(answer=answer)
@@ -126,31 +151,46 @@ def task_screen(assignment: Assignment) -> TaskScreen:
     )
     rows = [PassageRow(r.passage, r.rank, r.in_prompt, True) for r in retrieved]
     shown = {r.passage.passage_id for r in rows}
-    for claim in claims:
-        for citation in claim.citations.all():
+    claim_rows = [ClaimRow(c, labels.get(c.pk), list(c.citations.all())) for c in claims]
+    for row in claim_rows:
+        for citation in row.citations:
             if citation.passage is not None and citation.passage.passage_id not in shown:
                 rows.append(PassageRow(citation.passage, None, False, False))
                 shown.add(citation.passage.passage_id)
-    counts = Assignment.objects.filter(project=assignment.project_id).aggregate(
-        done=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
-        mine=Count(
-            "pk",
-            filter=Q(status=Assignment.Status.SUBMITTED, reviewer=assignment.reviewer_id),
-        ),
-    )
-    total = Answer.objects.filter(project=assignment.project_id, task_number__isnull=False).count()
-    claim_rows = [ClaimRow(c, labels.get(c.pk), list(c.citations.all())) for c in claims]
-    return TaskScreen(
+    screen = TaskScreen(
         assignment=assignment,
         answer=answer,
         question=answer.case.question,
         segments=segments(answer.text, claim_rows),
         claims=claim_rows,
         passages=rows,
-        total_tasks=total,
-        done_by_me=counts["mine"],
-        project_done=counts["done"],
-        project_slots=total * assignment.project.overlap,
+    )
+    if progress:
+        counts = progress_counts(assignment)
+        screen.total_tasks = counts["total"]
+        screen.done_by_me = counts["mine"]
+        screen.project_done = counts["done"]
+        screen.project_slots = counts["total"] * assignment.project.overlap
+    return screen
+
+
+def progress_counts(assignment: Assignment) -> dict[str, int]:
+    """The project's tasks, its submitted assignments, and this reviewer's: one query."""
+    project = assignment.project_id
+    submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+
+    def count(queryset) -> Coalesce:
+        grouped = queryset.order_by().values("project").annotate(n=Count("pk")).values("n")
+        return Coalesce(Subquery(grouped), 0)  # no rows at all is no group: 0, not NULL
+
+    return (
+        Project.objects.filter(pk=project)
+        .values(
+            total=count(Answer.objects.filter(project=project, task_number__isnull=False)),
+            done=count(submitted),
+            mine=count(submitted.filter(reviewer=assignment.reviewer_id)),
+        )
+        .get()
     )
 
 

@@ -779,10 +779,13 @@ def default_citation_verdicts(claim: Claim) -> dict[str, str]:
 
 @transaction.atomic
 def save_claim_label(
-    *, assignment: Assignment, claim: Claim, data: dict
+    *, assignment: Assignment, claim: Claim, data: dict, shown: dict[str, Passage] | None = None
 ) -> tuple[ClaimLabel, LabelErrors]:
     """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
-    lost) and reported; submission refuses until they are fixed."""
+    lost) and reported; submission refuses until they are fixed. `shown` is the answer's
+    shown_passages() when the caller has already read them (the labelling screen has).
+
+    The label returned holds the assignment as locked and written (its save time)."""
     assignment = (
         Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
     )
@@ -806,10 +809,11 @@ def save_claim_label(
     label.save()
     _touch(assignment, timezone.now())
     assignment.save(update_fields=["seconds_spent", "touched_at"])
+    label.assignment = assignment  # not re-read by the caller
     errors = LabelErrors()
-    check_claim_label(
-        label, claim, shown_passages(assignment.answer), complete=False, errors=errors
-    )
+    if shown is None:
+        shown = shown_passages(assignment.answer)
+    check_claim_label(label, claim, shown, complete=False, errors=errors)
     return label, errors
 
 
@@ -862,7 +866,7 @@ def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict
 
 def screen_errors(screen, *, complete: bool) -> LabelErrors:
     """Validate the labels already loaded for the labelling screen, without more queries."""
-    shown = {row.passage.passage_id: row.passage for row in screen.passages}
+    shown = screen.shown
     errors = LabelErrors()
     for row in screen.claims:
         if row.label is not None:

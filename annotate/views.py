@@ -44,6 +44,22 @@ def project_view(*roles: str):
     return decorator
 
 
+def task_view(view):
+    """Resolve /p/<slug>/tasks/<number>/ to the reviewer's own assignment in one query (the
+    project and the role come with it), or 404 -- for anyone else, and for a task that is not
+    theirs, alike."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request, slug, number, *args, **kwargs):
+        assignment = selectors.reviewer_task(request.user, slug, number)
+        if assignment is None:
+            raise Http404("Not found")
+        return view(request, assignment.project, Role.REVIEWER, assignment, *args, **kwargs)
+
+    return wrapper
+
+
 @login_required
 def home(request):
     return render(request, "annotate/home.html", {"projects": selectors.projects_for(request.user)})
@@ -84,13 +100,6 @@ def queue_empty(request, project, role):
     )
 
 
-def _assignment_or_404(request, project, number):
-    assignment = selectors.task_for_reviewer(request.user, project, number)
-    if assignment is None:
-        raise Http404("Not found")
-    return assignment
-
-
 def _screen_context(project, role, screen, errors=None, **extra):
     if errors is None:
         errors = services.screen_errors(screen, complete=False)
@@ -105,7 +114,7 @@ def _screen_context(project, role, screen, errors=None, **extra):
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
         "support_choices": SUPPORT_CHOICES,
-        "evidence_choices": [(p.passage.passage_id, p.passage.passage_id) for p in screen.passages],
+        "evidence_choices": [(passage_id, passage_id) for passage_id in screen.shown],
         "severity_choices": Severity.choices,
         "failure_labels": FAILURE_LABELS,
         "claim_fields": CLAIM_FIELDS,
@@ -125,9 +134,8 @@ CLAIM_FIELDS = ("support", "severity", "evidence_ids", "evidence_quote", "citati
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
 
 
-@project_view(Role.REVIEWER)
-def task(request, project, role, number):
-    assignment = _assignment_or_404(request, project, number)
+@task_view
+def task(request, project, role, assignment):
     screen = selectors.task_screen(assignment)
     return render(
         request, "annotate/task.html", _screen_context(project, role, screen, skip_form=SkipForm())
@@ -135,30 +143,31 @@ def task(request, project, role, number):
 
 
 @require_POST
-@project_view(Role.REVIEWER)
-def save_claim(request, project, role, number, index):
-    assignment = _assignment_or_404(request, project, number)
-    screen = selectors.task_screen(assignment)
+@task_view
+def save_claim(request, project, role, assignment, index):
+    number = assignment.answer.task_number
+    screen = selectors.task_screen(assignment, progress=False)
     row = next((r for r in screen.claims if r.claim.ordinal == index), None)
     if row is None:
         raise Http404("Not found")
     form = ClaimLabelForm(
         request.POST,
-        passage_ids=[p.passage.passage_id for p in screen.passages],
+        passage_ids=list(screen.shown),
         cited_ids=[c.cited_id for c in row.citations],
     )
     if not form.is_valid():
         return HttpResponse(status=400)
     try:
         row.label, errors = services.save_claim_label(
-            assignment=assignment, claim=row.claim, data=form.label_data()
+            assignment=assignment, claim=row.claim, data=form.label_data(), shown=screen.shown
         )
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
         return redirect(f"{_task_url(project, number)}?claim={index}")
-    # The screen read before the save is current but for this label and the save time.
-    screen.assignment.refresh_from_db(fields=["touched_at", "seconds_spent"])
+    # The screen read before the save is current but for this label and the assignment the
+    # save locked and wrote (its save time).
+    screen.assignment = row.label.assignment
     context = _screen_context(
         project,
         role,
@@ -171,28 +180,29 @@ def save_claim(request, project, role, number, index):
 
 
 @require_POST
-@project_view(Role.REVIEWER)
-def save_answer(request, project, role, number):
-    assignment = _assignment_or_404(request, project, number)
+@task_view
+def save_answer(request, project, role, assignment):
+    number = assignment.answer.task_number
     form = AnswerLabelForm(request.POST)
     if not form.is_valid():
         return HttpResponse(status=400)
     try:
-        _, errors = services.save_answer_label(assignment=assignment, data=form.cleaned_data)
+        saved, errors = services.save_answer_label(assignment=assignment, data=form.cleaned_data)
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
         return redirect(_task_url(project, number))
-    screen = selectors.task_screen(assignment)
+    screen = selectors.task_screen(assignment, progress=False)
+    screen.assignment = saved  # the status bar counts the answer labels just saved
     return render(
         request, "annotate/task.html#answer-saved", _screen_context(project, role, screen, errors)
     )
 
 
 @require_POST
-@project_view(Role.REVIEWER)
-def submit(request, project, role, number):
-    assignment = _assignment_or_404(request, project, number)
+@task_view
+def submit(request, project, role, assignment):
+    number = assignment.answer.task_number
     try:
         errors = services.submit_labels(assignment=assignment)
     except ServiceError as exc:
@@ -207,9 +217,9 @@ def submit(request, project, role, number):
 
 
 @require_POST
-@project_view(Role.REVIEWER)
-def skip(request, project, role, number):
-    assignment = _assignment_or_404(request, project, number)
+@task_view
+def skip(request, project, role, assignment):
+    number = assignment.answer.task_number
     form = SkipForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say why you skip this task (a lead reads it).")
@@ -223,9 +233,9 @@ def skip(request, project, role, number):
 
 
 @require_POST
-@project_view(Role.REVIEWER)
-def reopen(request, project, role, number):
-    assignment = _assignment_or_404(request, project, number)
+@task_view
+def reopen(request, project, role, assignment):
+    number = assignment.answer.task_number
     try:
         services.reopen_task(assignment=assignment)
     except ServiceError as exc:

@@ -551,14 +551,14 @@ class ClaimDraft(TaskView):
     )
     def patch(self, request, slug, number, index):
         assignment = self.assignment(number)
-        screen = selectors.task_screen(assignment)
+        screen = selectors.task_screen(assignment, progress=False)
         row = next((r for r in screen.claims if r.claim.ordinal == index), None)
         if row is None:
             raise NotFound()
         serializer = s.ClaimDraftSerializer(
             data=request.data,
             context={
-                "passage_ids": {p.passage.passage_id for p in screen.passages},
+                "passage_ids": set(screen.shown),
                 "cited_ids": {c.cited_id for c in row.citations},
             },
         )
@@ -566,7 +566,10 @@ class ClaimDraft(TaskView):
             raise ValidationError(flatten_errors(serializer.errors, f"claims.{index}"))
         try:
             label, errors = services.save_claim_label(
-                assignment=assignment, claim=row.claim, data=serializer.validated_data
+                assignment=assignment,
+                claim=row.claim,
+                data=serializer.validated_data,
+                shown=screen.shown,
             )
         except ServiceError as exc:
             return refused(exc)

@@ -7,6 +7,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -217,6 +219,22 @@ def test_draft_saves_over_htmx_return_field_errors_and_keep_the_draft(
 
 
 @pytest.mark.django_db
+def test_the_status_bar_counts_the_save_that_completes_the_task(client, open_team, reviewer_a):
+    """The htmx reply to the last missing label says the task is ready, and enables Submit."""
+    client_for(client, reviewer_a)
+    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    label_everything(assignment)
+    save_answer_label(assignment=assignment, data={"relevance": None})
+    url = task_url(open_team, assignment, "save_answer")
+    before = client.get(task_url(open_team, assignment)).content.decode()
+    assert "1 item to label" in before
+    data = {"relevance": "2", "abstention": "appropriate" if assignment.answer.abstained else ""}
+    reply = client.post(url, data, headers={"HX-Request": "true"}).content.decode()
+    assert "ready to submit" in reply
+    assert 'id="submit-button">' in reply  # not disabled
+
+
+@pytest.mark.django_db
 def test_passage_and_answer_text_are_escaped(client, open_team, reviewer_a):
     from annotate.models import Passage
 
@@ -287,12 +305,35 @@ def test_labelling_page_query_count_does_not_grow_with_claims_or_passages(
             save_claim_label(assignment=assignment, claim=claim, data={"support": "supported"})
         url = task_url(open_team, assignment)
         client.get(url)  # warm the session
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
         with CaptureQueriesContext(connection) as captured:
             assert client.get(url).status_code == 200
         counts.append(len(captured))
         Assignment.objects.filter(pk=assignment.pk).update(status="released")
     assert counts[0] == counts[1]
     assert counts[1] <= 12
+
+
+@pytest.mark.django_db
+def test_a_draft_save_query_count_does_not_grow_with_claims_or_passages(
+    client, open_team, reviewer_a
+):
+    client_for(client, reviewer_a)
+    counts = []
+    for number, (claims, passages) in enumerate(((1, 1), (12, 10)), start=1):
+        answer = _answer_with(open_team, claims=claims, passages=passages, number=number)
+        assignment = Assignment.objects.create(
+            project=open_team, answer=answer, reviewer=reviewer_a
+        )
+        claim = answer.claims.order_by("ordinal").last()
+        save_claim_label(assignment=assignment, claim=claim, data={"support": "supported"})
+        url = task_url(open_team, assignment, "save_claim", index=claim.ordinal)
+        with CaptureQueriesContext(connection) as captured:
+            reply = client.post(url, {"support": "contradicted"}, headers={"HX-Request": "true"})
+        assert reply.status_code == 200
+        # Transaction control is not a query (and is SAVEPOINT inside the test's transaction).
+        control = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT")
+        counts.append([q["sql"] for q in captured if not q["sql"].startswith(control)])
+        Assignment.objects.filter(pk=assignment.pk).update(status="released")
+    assert len(counts[0]) == len(counts[1]), counts
+    # session, user, assignment; claims, citations, labels, passages; lock, label, 2 writes
+    assert len(counts[1]) == 11, counts[1]
