@@ -1,7 +1,8 @@
+import html
 import re
 
 from django import template
-from django.utils.html import conditional_escape, escape, format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 register = template.Library()
@@ -26,9 +27,15 @@ def field_error(errors, *parts, oob=False):
     hidden = "" if message else " hidden"
     # Plain string building: this tag runs five times per claim on the labelling page.
     return mark_safe(
-        f'<p class="field-error" id="{escape(slot_id)}" role="alert"{oob_attr}{hidden}>'
-        f"{escape(message)}</p>"
+        f'<p class="field-error" id="{_escape(slot_id)}" role="alert"{oob_attr}{hidden}>'
+        f"{_escape(message)}</p>"
     )
+
+
+def _escape(value) -> str:
+    """Django's escape() without its lazy-string wrapper, which costs more than the escaping
+    in tags that run hundreds of times per page. Same output: both are html.escape(str(x))."""
+    return html.escape(str(value))
 
 
 def find_quote(text: str, quote: str) -> tuple[int, int] | None:
@@ -73,17 +80,17 @@ def choice_inputs(kind: str, name: str, options, selected):
     options: (value, text) or (value, text, css, key) tuples; selected: the checked value, or
     a collection of them for checkboxes."""
     chosen = set(selected or ()) if kind == "checkbox" else {selected}
-    kind, name = escape(kind), escape(name)
+    kind, name = _escape(kind), _escape(name)
     parts = []
     for option in options:
         value, text = option[0], option[1]
-        css = f' class="{escape(option[2])}"' if len(option) > 2 and option[2] else ""
+        css = f' class="{_escape(option[2])}"' if len(option) > 2 and option[2] else ""
         key = option[3] if len(option) > 3 else ""
         checked = " checked" if value in chosen else ""
-        data_key = f' data-key="{escape(key)}"' if key else ""
-        kbd = f"<kbd>{escape(key)}</kbd> " if key else ""
+        data_key = f' data-key="{_escape(key)}"' if key else ""
+        kbd = f"<kbd>{_escape(key)}</kbd> " if key else ""
         parts.append(
-            f'<label{css}><input type="{kind}" name="{name}" value="{escape(value)}"{data_key}'
-            f"{checked}><span>{kbd}{escape(text)}</span></label>"
+            f'<label{css}><input type="{kind}" name="{name}" value="{_escape(value)}"{data_key}'
+            f"{checked}><span>{kbd}{_escape(text)}</span></label>"
         )
     return mark_safe("".join(parts))
