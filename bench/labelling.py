@@ -6,8 +6,9 @@ The database is dropped and re-created (refuses names without 'bench').
 
 Requests go through Django's test Client in-process (full middleware, view, template, ORM;
 no network), so "ms" is server time. Queries are counted per request with
-CaptureQueriesContext. Prints the figures; asserts nothing about time (that is a benchmark's
-job, not a test's) -- only that each request answered as it should.
+CaptureQueriesContext: every statement sent, so a write's BEGIN and COMMIT count too.
+Prints the figures; asserts nothing about time (that is a benchmark's job, not a test's) --
+only that each request answered as it should.
 
 Targets (the issue): labelling page for 10 claims / 10 passages <= 15 ms median and <= 12
 queries whatever the number of claims; next task <= 15 ms; draft save <= 15 ms.
