@@ -254,30 +254,12 @@ def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
     for start in range(0, len(answer_ids), GOLD_CHUNK):
         chunk = answer_ids[start : start + GOLD_CHUNK]
         answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=chunk)
-        answers = {
-            a.pk: a
-            for a in Answer.objects.filter(pk__in=chunk)
-            .select_related("case", "variant")
-            .prefetch_related(
-                Prefetch(
-                    "retrieved",
-                    queryset=RetrievedPassage.objects.select_related("passage").order_by("rank"),
-                ),
-                Prefetch(
-                    "claims",
-                    queryset=Claim.objects.order_by("ordinal").prefetch_related(
-                        Prefetch("citations", queryset=Citation.objects.order_by("ordinal"))
-                    ),
-                ),
-            )
-        }
+        answers, claims = _gold_chunk(base, chunk)
         claims_of: dict[int, list] = {}
         for pair in claim_pairs:
             claims_of.setdefault(pair.answer_id, []).append(pair)
         for pair in answer_pairs:
-            answer = answers[pair.answer_id]
-            common = _answer_fields(base, answer)
-            claims = {c.pk: c for c in answer.claims.all()}
+            common = answers[pair.answer_id]
             for claim_pair in claims_of.get(pair.answer_id, []):
                 yield _hashed(
                     _claim_row(common, claims[claim_pair.claim_id], claim_pair, names, kappas)
@@ -296,25 +278,73 @@ def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
             )
 
 
-def _answer_fields(base: dict, answer) -> dict[str, Any]:
-    retrieved = list(answer.retrieved.all())
+def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:
+    """(each answer's common fields, each claim's fields) for a chunk of answers, by pk. Flat
+    value queries: model instances and nested prefetches were most of the export's time."""
+    retrieved: dict[int, list[tuple[str, str, bool]]] = {pk: [] for pk in answer_ids}
+    for answer_pk, *passage in (
+        RetrievedPassage.objects.filter(answer_id__in=answer_ids)
+        .order_by("answer_id", "rank")
+        .values_list("answer_id", "passage__passage_id", "passage__text", "in_prompt")
+    ):
+        retrieved[answer_pk].append(tuple(passage))
+    answers = {}
+    for pk, *fields in Answer.objects.filter(pk__in=answer_ids).values_list(
+        "pk",
+        "case__case_id",
+        "answer_id",
+        "variant__name",
+        "task_number",
+        "case__answerable",
+        "case__adversarial",
+        "case__split",
+        "case__question",
+        "text",
+    ):
+        answers[pk] = _answer_fields(base, fields, retrieved[pk])
+    citations: dict[int, list[str]] = {}
+    for claim_pk, cited_id in (
+        Citation.objects.filter(claim__answer_id__in=answer_ids)
+        .order_by("claim_id", "ordinal")
+        .values_list("claim_id", "cited_id")
+    ):
+        citations.setdefault(claim_pk, []).append(cited_id)
+    claims = {
+        pk: {
+            "claim_index": ordinal,
+            "claim": text,
+            "claim_start": start,
+            "claim_end": end,
+            "citations": citations.get(pk, []),
+        }
+        for pk, ordinal, text, start, end in Claim.objects.filter(
+            answer_id__in=answer_ids
+        ).values_list("pk", "ordinal", "text", "start", "end")
+    }
+    return answers, claims
+
+
+def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:
+    case_id, answer_id, variant, task_number, answerable, adversarial, split, question, text = (
+        fields
+    )
     return {
         **base,
         "item": None,
-        "case_id": answer.case.case_id,
-        "answer_id": answer.answer_id,
-        "variant": answer.variant.name,
-        "task_number": answer.task_number,
-        "answerable": answer.case.answerable,
-        "adversarial": answer.case.adversarial,
-        "split": answer.case.split,
-        "judge_split": gold.judge_split(answer.case.case_id),
-        "user_input": answer.case.question,
-        "response": answer.text,
-        "retrieved_context_ids": [r.passage.passage_id for r in retrieved],
-        "retrieved_contexts": [r.passage.text for r in retrieved],
-        "in_prompt_ids": [r.passage.passage_id for r in retrieved if r.in_prompt],
-        "_doc": "\n\n".join(r.passage.text for r in retrieved if r.in_prompt),
+        "case_id": case_id,
+        "answer_id": answer_id,
+        "variant": variant,
+        "task_number": task_number,
+        "answerable": answerable,
+        "adversarial": adversarial,
+        "split": split,
+        "judge_split": gold.judge_split(case_id),
+        "user_input": question,
+        "response": text,
+        "retrieved_context_ids": [passage_id for passage_id, _, _ in retrieved],
+        "retrieved_contexts": [passage_text for _, passage_text, _ in retrieved],
+        "in_prompt_ids": [passage_id for passage_id, _, in_prompt in retrieved if in_prompt],
+        "_doc": "\n\n".join(passage_text for _, passage_text, in_prompt in retrieved if in_prompt),
     }
 
 
@@ -329,11 +359,7 @@ def _claim_row(common: dict, claim, pair, names, kappas) -> dict[str, Any]:
     row.update(
         {
             "item": "claim",
-            "claim_index": claim.ordinal,
-            "claim": claim.text,
-            "claim_start": claim.start,
-            "claim_end": claim.end,
-            "citations": [c.cited_id for c in claim.citations.all()],
+            **claim,
             "doc": common["_doc"],
             # LLM-AggreFact convention: 1 = supported, 0 = not; null while undecided.
             "label": None if support is None else int(support == "supported"),
