@@ -96,3 +96,38 @@ def test_bad_k_is_refused(stages, k):
 def test_unknown_project_is_refused(db):
     with pytest.raises(CommandError, match="No project"):
         run("--project", "nope")
+
+
+def test_compare_adds_the_paired_comparison_of_the_report_page(stages):
+    from evaluation.reports import compare
+
+    report = json.loads(run("--project", "stages", "--compare", "baseline", "hybrid", "--json"))
+    assert list(report)[-1] == "comparison"
+    expected = json.loads(json.dumps(compare(stages, "baseline", "hybrid", k=5)))
+    assert report["comparison"] == expected
+    assert report["comparison"]["k"] == 5
+    assert "comparison" not in json.loads(run("--project", "stages", "--json"))
+    k3 = json.loads(
+        run("--project", "stages", "--compare", "hybrid", "baseline", "--compare-k", "3", "--json")
+    )
+    assert (k3["comparison"]["a"], k3["comparison"]["b"], k3["comparison"]["k"]) == (
+        "hybrid",
+        "baseline",
+        3,
+    )
+
+
+def test_compare_in_text_shows_the_differences_fusion_and_transitions(stages):
+    text = run("--project", "stages", "--compare", "baseline", "hybrid")
+    assert "a = baseline → b = hybrid, cases paired by case id (k = 5" in text
+    assert "fuse(baseline, hybrid)" in text
+    assert "Transitions baseline → hybrid, case by case" in text
+
+
+@pytest.mark.parametrize(
+    "pair, message",
+    [(("baseline", "nope"), "unknown variant"), (("hybrid", "hybrid"), "two different")],
+)
+def test_compare_refuses_unknown_or_identical_variants(stages, pair, message):
+    with pytest.raises(CommandError, match=message):
+        run("--project", "stages", "--compare", *pair)

@@ -1,4 +1,5 @@
-"""`evaluate --project SLUG [--k 1,3,5,10] [--json]`: the evaluation report for scripts and CI.
+"""`evaluate --project SLUG [--k 1,3,5,10] [--compare A B [--compare-k 5]] [--json]`: the
+evaluation report for scripts and CI, with the paired comparison of two variants when asked.
 The numbers are those of the report page: both call evaluation.reports."""
 
 from __future__ import annotations
@@ -8,9 +9,19 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Project
-from evaluation.reports import DEFAULT_KS, Table, evaluate, report_tables, text_value
+from evaluation.reports import (
+    DEFAULT_KS,
+    Table,
+    compare,
+    comparison_tables,
+    evaluate,
+    load,
+    report_tables,
+    text_value,
+)
 
 TEXT_TABLES = ("retrieval", "generation", "abstention", "failure_labels", "stages", "latency")
+COMPARISON_TABLES = ("comparison", "fusion", "transitions")
 
 
 def parse_ks(value: str) -> tuple[int, ...]:
@@ -34,14 +45,39 @@ class Command(BaseCommand):
             help="comma-separated cut-offs (default 1,3,5,10)",
         )
         parser.add_argument(
+            "--compare",
+            nargs=2,
+            dest="pair",
+            metavar=("A", "B"),
+            help="also compare variant A (before) with B (after), cases paired by case id",
+        )
+        parser.add_argument(
+            "--compare-k",
+            type=int,
+            default=5,
+            help="the cut-off of the comparison's retrieval metrics (default 5)",
+        )
+        parser.add_argument(
             "--json", action="store_true", dest="as_json", help="print the report as JSON"
         )
 
-    def handle(self, *args, project, k, as_json: bool, **options):
+    def handle(self, *args, project, k, pair, compare_k, as_json: bool, **options):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
-        report = evaluate(found, ks=parse_ks(k))
+        ks = parse_ks(k)
+        if compare_k < 1:
+            raise CommandError(f"--compare-k takes a whole number of at least 1, got {compare_k}")
+        data = load(found)
+        report = evaluate(found, ks=ks, data=data)
+        if pair:
+            a, b = pair
+            if a == b:
+                raise CommandError("--compare takes two different variants.")
+            try:
+                report["comparison"] = compare(found, a, b, k=compare_k, data=data)
+            except ValueError as exc:  # an unknown variant name
+                raise CommandError(f"--compare: {exc}") from None
         if as_json:
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False))
             return
@@ -69,6 +105,11 @@ def render_text(report: dict) -> str:
     tables = report_tables(report)
     for name in TEXT_TABLES:
         lines += ["", *format_table(tables[name])]
+    if "comparison" in report:
+        comparison = comparison_tables(report["comparison"])
+        lines += ["", "Comparison", "", *format_table(comparison["comparison"])]
+        for name in COMPARISON_TABLES[1:]:
+            lines += format_table(comparison[name])
     return "\n".join(lines) + "\n"
 
 
