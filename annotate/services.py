@@ -553,12 +553,26 @@ def spread_order(items: list[tuple[int, int]], *, seed: str) -> list[int]:
 
 
 @transaction.atomic
-def add_member(*, project: Project, username: str, role: str, password: str | None = None):
-    """Give a person a role in a project, creating the user when needed."""
+def add_member(
+    *,
+    project: Project,
+    username: str,
+    role: str,
+    password: str | None = None,
+    reset_password: bool = False,
+):
+    """Give a person a role in a project, creating the user when needed. A password is set
+    for a new account; an existing account's password changes only with reset_password, so
+    adding someone to a second project never silently replaces the login they use."""
     if role not in Role.values:
         raise ServiceError(f"Unknown role '{role}': use one of {', '.join(Role.values)}.")
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
+    if password and not created and not reset_password:
+        raise ServiceError(
+            f"'{username}' already has an account: nothing was changed. Leave out the "
+            "password to add them with the login they have, or reset it explicitly."
+        )
     if password:
         user.set_password(password)
         user.save(update_fields=["password"])

@@ -31,7 +31,9 @@ from tests.conftest import FIXTURES, PASSWORD, import_fixture
 def demo(db, lead, outsider) -> Project:
     project = import_fixture("demo.jsonl", "demo")
     for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer", password=PASSWORD)
+        add_member(
+            project=project, username=name, role="reviewer", password=PASSWORD, reset_password=True
+        )
     add_member(project=project, username=lead.username, role="lead")
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:

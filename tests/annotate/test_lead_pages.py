@@ -694,3 +694,35 @@ def test_bundle_text_is_escaped_everywhere(client, lead):
         html = client.get(url).content.decode()
         assert "<script>alert(1)</script>" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+@pytest.mark.django_db
+def test_add_member_command_never_silently_replaces_an_existing_password(team, outsider):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="already has an account.*--reset-password"):
+        call_command(
+            "add_member", team.slug, outsider.username, role="reviewer", password="n3w-Secret!"
+        )
+    outsider.refresh_from_db()
+    assert outsider.check_password(PASSWORD)
+    assert not Membership.objects.filter(project=team, user=outsider).exists()
+
+    call_command("add_member", team.slug, outsider.username, role="reviewer")
+    outsider.refresh_from_db()
+    assert outsider.check_password(PASSWORD)  # added with the login they have
+    call_command(
+        "add_member",
+        team.slug,
+        outsider.username,
+        role="reviewer",
+        password="n3w-Secret!",
+        reset_password=True,
+    )
+    outsider.refresh_from_db()
+    assert outsider.check_password("n3w-Secret!")
+
+    call_command("add_member", team.slug, "newcomer", role="reviewer", password="first-Secret!")
+    newcomer = get_user_model().objects.get(username="newcomer")
+    assert newcomer.check_password("first-Secret!")

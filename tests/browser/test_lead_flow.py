@@ -24,7 +24,9 @@ SCHEMA = json.loads(
 def demo(lead):
     project = import_fixture("demo.jsonl", "demo")
     for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer", password=PASSWORD)
+        add_member(
+            project=project, username=name, role="reviewer", password=PASSWORD, reset_password=True
+        )
     add_member(project=project, username=lead.username, role="lead")
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:

@@ -88,7 +88,13 @@ def build_project(items: list[Item], slug: str = "built") -> tuple[Project, dict
         ]
     project = import_bundle(lines=[json.dumps(row) for row in lines], project_slug=slug).project
     for name in ("alice", "bob"):
-        add_member(project=project, username=name, role=Role.REVIEWER, password=PASSWORD)
+        add_member(
+            project=project,
+            username=name,
+            role=Role.REVIEWER,
+            password=PASSWORD,
+            reset_password=True,
+        )
     project = open_labelling(project=project)
     labels = []
     for i, item in enumerate(items):
@@ -360,7 +366,13 @@ def test_few_shot_examples_come_from_judge_dev_only(built):
 def demo(db, lead, reviewer_a, outsider):
     project = import_fixture("demo.jsonl", "demo")
     for name in ("alice", "bob"):
-        add_member(project=project, username=name, role=Role.REVIEWER, password=PASSWORD)
+        add_member(
+            project=project,
+            username=name,
+            role=Role.REVIEWER,
+            password=PASSWORD,
+            reset_password=True,
+        )
     add_member(project=project, username=lead.username, role=Role.LEAD)
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:

@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from annotate.models import Project, Role
 from annotate.services import ServiceError, add_member
@@ -11,14 +12,29 @@ class Command(BaseCommand):
         parser.add_argument("slug", help="project slug")
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=Role.values)
-        parser.add_argument("--password", help="set this password (creates a usable login)")
+        parser.add_argument(
+            "--password", help="the new account's password (creates a usable login)"
+        )
+        parser.add_argument(
+            "--reset-password",
+            action="store_true",
+            help="allow --password to replace an existing account's password",
+        )
 
-    def handle(self, *args, slug, username, role, password, **options):
+    def handle(self, *args, slug, username, role, password, reset_password, **options):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project '{slug}'.")
         try:
-            add_member(project=project, username=username, role=role, password=password)
+            with transaction.atomic():
+                add_member(
+                    project=project,
+                    username=username,
+                    role=role,
+                    password=password,
+                    reset_password=reset_password,
+                )
         except ServiceError as exc:
-            raise CommandError(str(exc)) from exc
+            hint = " Pass --reset-password to reset it." if password and not reset_password else ""
+            raise CommandError(f"{exc}{hint}") from exc
         self.stdout.write(f"{username} is a {role} of '{slug}'.")

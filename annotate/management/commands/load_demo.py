@@ -61,7 +61,14 @@ def load() -> Project:
     with open(FIXTURES / "demo.jsonl", "rb") as stream:
         project = import_bundle(lines=stream, project_slug=SLUG).project
     for username, role in PEOPLE:
-        add_member(project=project, username=username, role=role, password=PASSWORD)
+        # The demo logins are the point of the demo: an existing "alice" gets the demo password.
+        add_member(
+            project=project,
+            username=username,
+            role=role,
+            password=PASSWORD,
+            reset_password=True,
+        )
     project.guidelines = GUIDELINES
     project.save(update_fields=["guidelines"])
     project = open_labelling(project=project)
