@@ -481,6 +481,9 @@ def test_the_calibration_page_shows_the_report_and_links_its_disagreements(clien
     assert "Judge versus gold on <code>judge_test</code>" in body
     assert "Rogan–Gladen" in body and "PPI" in body and "By variant" in body
     r = response.context["r"]
+    low, high = r["corrected"]["ppi"]["ci95"]
+    warned = "too few gold items for this normal approximation" in body
+    assert warned == (low < 0 or high > 1)  # the demo's PPI interval starts below 0
     for d in r["disagreements"]:
         assert d["url"] in body
         page = client.get(d["url"].split("#")[0])
