@@ -247,3 +247,20 @@ def test_a_reviewer_never_reaches_the_admin(client, demo, reviewer_a):
     client.login(username=reviewer_a.username, password=PASSWORD)
     response = client.get("/admin/annotate/variant/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_no_page_shows_template_syntax(client, demo, reviewer_a, lead):
+    """A multi-line {# #} is not a comment in Django: it reaches the page as text."""
+    task = next_task(project=demo, reviewer=reviewer_a)
+    pages = {
+        lead: [_url(name, demo) for name in LEAD_PAGES] + [reverse("project_new")],
+        reviewer_a: [_url(name, demo) for name in REVIEWER_PAGES]
+        + [_url("task", demo, number=task.answer.task_number), reverse("home")],
+    }
+    for person, urls in pages.items():
+        client.login(username=person.username, password=PASSWORD)
+        for url in filter(None, urls):
+            body = client.get(url).content.decode()
+            for syntax in ("{#", "#}", "{%", "%}", "{{", "}}"):
+                assert syntax not in body, (url, syntax)
