@@ -97,15 +97,18 @@ def project_new(request):
         data = form.cleaned_data
         try:
             result = services.import_new_project(
-                lines=data["file"], slug=data["slug"], name=data["name"] or None, user=request.user
+                lines=data["file"],
+                slug=data["slug"],
+                name=data["name"] or None,
+                user=request.user,
+                reimport=False,
             )
         except BundleInvalid as exc:
             bundle_errors = [str(error) for error in exc.errors]
         except ServiceError as exc:
             form.add_error("slug", str(exc))
         else:
-            verb = "created" if result.created_project else "updated"
-            messages.success(request, f"Project {verb}. Imported {result.summary()}.")
+            messages.success(request, f"Project created. Imported {result.summary()}.")
             _note_proposed(request, result)
             return _go(request, _setup_url(result.project))
     context = {"form": form, "bundle_errors": bundle_errors}

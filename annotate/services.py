@@ -1311,14 +1311,21 @@ SLUG_TAKEN = "This slug is taken: choose another."
 
 @transaction.atomic
 def import_new_project(
-    *, lines: Iterable[bytes | str], slug: str, name: str | None, user
+    *, lines: Iterable[bytes | str], slug: str, name: str | None, user, reimport: bool = True
 ) -> ImportResult:
     """Import a bundle as a new project whose lead is ``user``. A slug that exists is refused
-    unless ``user`` already leads that project (then it is an ordinary re-import). The
+    unless ``user`` already leads that project and ``reimport`` allows an ordinary re-import
+    into it (pipelines do; the new-project page does not, where it would surprise). The
     check and the import share one transaction: if someone else creates the slug in between,
     nothing is written into their project."""
-    if Project.objects.filter(slug=slug).exists() and not _leads(user, slug):
-        raise ServiceError(SLUG_TAKEN)
+    if Project.objects.filter(slug=slug).exists():
+        if not _leads(user, slug):
+            raise ServiceError(SLUG_TAKEN)
+        if not reimport:
+            raise ServiceError(
+                "You already lead a project with this slug: to add to it, use its Upload "
+                f"page (/p/{slug}/upload/), or choose another slug."
+            )
     result = import_bundle(lines=lines, project_slug=slug, name=name)
     if result.created_project:
         add_member(project=result.project, username=user.get_username(), role=Role.LEAD)

@@ -169,12 +169,20 @@ def test_a_taken_slug_is_refused_without_revealing_the_project(client, team, out
 
 
 @pytest.mark.django_db
-def test_the_lead_may_reimport_into_their_project_from_the_new_project_page(client, team, lead):
+def test_the_new_project_page_sends_the_lead_of_a_taken_slug_to_its_upload_page(client, team, lead):
+    """Re-importing is the Upload page's job: 'New project' must not quietly update a live
+    project (the API still re-imports for pipelines)."""
+    passages = Passage.objects.filter(project=team).count()
     response = login(client, lead).post(
-        reverse("project_new"), {"slug": team.slug, "file": bundle()}
+        reverse("project_new"),
+        {
+            "slug": team.slug,
+            "file": bundle(content=SMALL + b'{"type": "passage", "passage_id": "n", "text": "N."}'),
+        },
     )
-    assert response.status_code == 302
-    assert "answers: 4 unchanged" in flashes(response)[0]
+    assert response.status_code == 400
+    assert f"use its Upload page (/p/{team.slug}/upload/)" in response.content.decode()
+    assert Passage.objects.filter(project=team).count() == passages
 
 
 @pytest.mark.django_db
