@@ -225,7 +225,7 @@ def my_submitted_tasks(user, project: Project):
         Assignment.objects.for_reviewer(user)
         .filter(project=project, status=Assignment.Status.SUBMITTED)
         .select_related("answer")
-        .order_by("-submitted_at")
+        .order_by("-submitted_at", "answer__task_number")  # never the rows' (import) order
     )
 
 

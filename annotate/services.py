@@ -496,6 +496,11 @@ def _write_answers(
     report("citations", len(citations))
 
 
+# Task order is a blinding matter: a shuffle anyone can replay (one seeded with the project's
+# slug, say) tells a reviewer which variant wrote each task number. Draw from the OS.
+_SECRET_RANDOM = random.SystemRandom()
+
+
 def _next_task_numbers(project: Project, count: int) -> list[int]:
     last = (
         Answer.objects.filter(project=project)
@@ -505,7 +510,7 @@ def _next_task_numbers(project: Project, count: int) -> list[int]:
         or 0
     )
     numbers = list(range(last + 1, last + 1 + count))
-    random.Random(f"{project.slug}:{last}").shuffle(numbers)
+    _SECRET_RANDOM.shuffle(numbers)
     return numbers
 
 
@@ -522,19 +527,20 @@ def open_labelling(*, project: Project) -> Project:
     answers = list(project.answers.values_list("pk", "case_id"))
     if not answers:
         raise ServiceError("The project has no answers to label yet: import a bundle first.")
-    order = spread_order(answers, seed=project.slug)
-    for number, pk in enumerate(order, start=1):
-        Answer.objects.filter(pk=pk).update(task_number=number)
+    numbered = [
+        Answer(pk=pk, task_number=number)
+        for number, pk in enumerate(spread_order(answers), start=1)
+    ]
+    Answer.objects.bulk_update(numbered, ["task_number"], batch_size=1000)
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()
     project.save(update_fields=["state", "opened_at"])
     return project
 
 
-def spread_order(items: list[tuple[int, int]], *, seed: str) -> list[int]:
+def spread_order(items: list[tuple[int, int]], *, rng: random.Random = _SECRET_RANDOM) -> list[int]:
     """Shuffle (pk, group) pairs so that no two consecutive items share a group when that is
     possible: shuffle the groups, then deal them round-robin."""
-    rng = random.Random(seed)
     groups: dict[int, list[int]] = {}
     for pk, group in items:
         groups.setdefault(group, []).append(pk)
@@ -1072,6 +1078,9 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
             pending.append((assignment, labels, snapshot))
     if errors:
         raise BundleInvalid(errors)
+    # The file's order is often case by case, variant by variant: neither the rows' ids nor
+    # their times may keep it, or a reviewer's task list would replay it.
+    _SECRET_RANDOM.shuffle(pending)
     with transaction.atomic():
         now = timezone.now()
         for assignment, labels, snapshot in pending:
@@ -1085,6 +1094,10 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
             LabelRevision.objects.create(
                 assignment=assignment, number=1, labels=snapshot, source="import"
             )
+        Assignment.objects.filter(pk__in=[a.pk for a, _, _ in pending]).update(
+            taken_at=now,
+            touched_at=now,  # auto_now_add stamped each row as it was saved
+        )
     result.created = len(pending)
     return result
 

@@ -513,7 +513,7 @@ class MyTasks(ListView, ReviewerView):
         )
         if "status" in filters:
             tasks = tasks.filter(status=filters["status"])
-        return tasks.order_by("taken_at", "pk")
+        return tasks.order_by("taken_at", "answer__task_number")  # never the rows' order
 
     @extend_schema(
         tags=["tasks"],

@@ -264,3 +264,48 @@ def test_no_page_shows_template_syntax(client, demo, reviewer_a, lead):
             body = client.get(url).content.decode()
             for syntax in ("{#", "#}", "{%", "%}", "{{", "}}"):
                 assert syntax not in body, (url, syntax)
+
+
+def _task_order(slug: str) -> list[str]:
+    project = open_labelling(project=import_fixture("demo.jsonl", slug))
+    order = list(
+        Answer.objects.filter(project=project)
+        .order_by("task_number")
+        .values_list("answer_id", flat=True)
+    )
+    project.slug = f"{slug}-{project.pk}"  # free the slug for the next import
+    project.save(update_fields=["slug"])
+    return order
+
+
+@pytest.mark.django_db
+def test_task_numbers_cannot_be_replayed_from_anything_a_reviewer_knows():
+    """A shuffle seeded with the slug let a reviewer rebuild it and name the variant of all 60
+    demo tasks. The same bundle opened twice under the same slug must come out differently,
+    and the variants must not keep a fixed order within a case."""
+    first, second = _task_order("demo"), _task_order("demo")
+    assert sorted(first) == sorted(second) and first != second
+    baseline_first = {}
+    for answer_id in first:
+        case, variant = answer_id.split("/")
+        baseline_first.setdefault(case, variant == "baseline")
+    assert len(set(baseline_first.values())) == 2  # P(all one way) = 2 x 2^-30
+    cases = [answer_id.split("/")[0] for answer_id in first]
+    assert all(a != b for a, b in zip(cases, cases[1:], strict=False))  # still spread apart
+
+
+@pytest.mark.django_db
+def test_imported_labels_keep_no_trace_of_the_files_order(client, demo, reviewer_a):
+    """demo_labels.jsonl runs case by case, baseline before verifier: task lists that followed
+    it (by row id or by the time each row was saved) told the reviewer the variants."""
+    mine = Assignment.objects.filter(project=demo, reviewer=reviewer_a)
+    assert mine.count() > 2
+    assert mine.values("taken_at", "touched_at", "submitted_at").distinct().count() == 1
+    by_number = sorted(mine.values_list("answer__task_number", flat=True))
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    page = client.get(_url("my_tasks", demo)).content.decode()
+    shown = [int(n) for n in re.findall(r'/tasks/(\d+)/"', page)]
+    assert list(dict.fromkeys(shown)) == by_number
+    api = client.get(f"/api/v1/projects/{demo.slug}/tasks/?status=submitted").json()
+    rows = api["results"] if isinstance(api, dict) else api
+    assert [row["task_number"] for row in rows] == by_number
