@@ -956,7 +956,9 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
     if assignment.status != Assignment.Status.SUBMITTED:
         raise ServiceError("Only a submitted task can be reopened.")
     if adjudication_started(assignment.answer):
-        raise ServiceError("A lead has started adjudicating this task; it can no longer change.")
+        # Not "a lead is adjudicating it": that would tell the reviewer that their co-reviewer
+        # has submitted, and disagreed.
+        raise ServiceError("This task is closed for review and can no longer be reopened.")
     assignment.status = Assignment.Status.IN_PROGRESS
     assignment.touched_at = timezone.now()
     assignment.save(update_fields=["status", "touched_at"])

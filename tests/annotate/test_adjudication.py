@@ -136,7 +136,7 @@ def test_reviewers_cannot_reopen_once_adjudication_started(demo, lead):
     answer = Answer.objects.get(pk=pair.answer_id)
     start_adjudication(answer=answer, lead=lead)
     assignment = Assignment.objects.filter(answer=answer).first()
-    with pytest.raises(ServiceError, match="adjudicating"):
+    with pytest.raises(ServiceError, match="closed for review"):
         reopen_task(assignment=assignment)
 
 
