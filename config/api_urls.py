@@ -38,7 +38,10 @@ def not_found(request, *args, **kwargs) -> JsonResponse:
 class SwaggerView(SpectacularSwaggerView):
     """Swagger UI from drf-spectacular-sidecar's static files whatever SPECTACULAR_SETTINGS
     say, so the docs page works offline and loads nothing from a CDN; the online validator
-    badge (a request to swagger.io) is switched off for the same reason."""
+    badge (a request to swagger.io) is switched off for the same reason. GET only: an OPTIONS
+    request looked for a template DRF's metadata renderer does not have (a 500)."""
+
+    http_method_names = ["get", "head"]
 
     @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):

@@ -575,6 +575,7 @@ def test_the_schema_and_its_docs_are_served_without_a_cdn(db):
     html = docs.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower() and '"validatorUrl": null' in html
+    assert client.options("/api/docs/").status_code == 405  # was a 500 (a missing template)
 
 
 def test_the_docs_assets_are_among_the_static_files():
