@@ -3,6 +3,7 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -539,22 +540,27 @@ def open_labelling(*, project: Project) -> Project:
 
 
 def spread_order(items: list[tuple[int, int]], *, rng: random.Random = _SECRET_RANDOM) -> list[int]:
-    """Shuffle (pk, group) pairs so that no two consecutive items share a group when that is
-    possible: shuffle the groups, then deal them round-robin."""
+    """Shuffle (pk, group) pairs so that no two consecutive items share a group whenever that
+    is possible: always deal from the group with the most items left, other than the one just
+    dealt (ties in an order drawn once per group). Dealing the groups round-robin instead put
+    a two-answer case back to back whenever it ended one round and began the next alone."""
     groups: dict[int, list[int]] = {}
     for pk, group in items:
         groups.setdefault(group, []).append(pk)
-    keys = list(groups)
-    rng.shuffle(keys)
-    for key in keys:
-        rng.shuffle(groups[key])
+    for members in groups.values():
+        rng.shuffle(members)
+    heap = [(-len(members), rng.random(), group) for group, members in groups.items()]
+    heapq.heapify(heap)
     order: list[int] = []
-    round_ = 0
-    while len(order) < len(items):
-        for key in keys:
-            if round_ < len(groups[key]):
-                order.append(groups[key][round_])
-        round_ += 1
+    held = None  # the group just dealt from, out of the heap for one turn
+    while heap:
+        left, tie, group = heapq.heappop(heap)
+        order.append(groups[group].pop())
+        if held is not None:
+            heapq.heappush(heap, held)
+        held = (left + 1, tie, group) if left + 1 < 0 else None
+    if held is not None:  # one group outnumbers all the others: its rest must touch
+        order.extend(reversed(groups[held[2]]))
     return order
 
 

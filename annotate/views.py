@@ -109,7 +109,9 @@ def _screen_context(project, role, screen, errors=None, **extra):
         "role": role,
         "screen": screen,
         "errors": errors.fields,
-        "missing": len(missing.fields),
+        # Items (claims, the answer) still to finish, not fields: choosing "supported" on a
+        # claim that needs evidence must not make the count go up.
+        "missing": len({key.rsplit(".", 1)[0] for key in missing.fields}),
         "complete": not missing,
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
@@ -119,9 +121,17 @@ def _screen_context(project, role, screen, errors=None, **extra):
         "failure_labels": FAILURE_LABELS,
         "claim_fields": CLAIM_FIELDS,
         "answer_fields": ANSWER_FIELDS,
-        "saved_at": screen.assignment.touched_at,
+        "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
     }
+
+
+def _drafted(screen) -> bool:
+    """Whether the reviewer has saved anything on this task yet (a fresh task says how drafts
+    work instead of 'Saved' at the time it was taken)."""
+    a = screen.assignment
+    answer_labelled = a.relevance is not None or a.abstention or a.failure_labels or a.note
+    return bool(answer_labelled) or any(row.label is not None for row in screen.claims)
 
 
 # (value, label, css class, keyboard key) of the support choices, in shortcut order.

@@ -41,6 +41,13 @@ def task_url(project, assignment, name="task", **kwargs):
     )
 
 
+def task_with_claims(project, reviewer) -> Assignment:
+    """A task on an answer with claims and retrieved passages: the queue's order is random,
+    and one of small.jsonl's answers has no claims."""
+    answer = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")
+    return Assignment.objects.create(project=project, answer=answer, reviewer=reviewer)
+
+
 def label_everything(assignment):
     """Complete, valid labels for every claim and the answer."""
     answer = assignment.answer
@@ -124,9 +131,28 @@ def test_queue_spreads_the_answers_of_one_case_apart(open_team):
     assert all(a != b for a, b in zip(order, order[1:], strict=False))
 
 
+def test_spread_order_keeps_each_group_apart_whenever_that_is_possible():
+    from collections import Counter
+    from random import Random
+
+    from annotate.services import spread_order
+
+    for seed in range(500):
+        rng = Random(seed)
+        n = rng.randint(1, 40)
+        items = [(pk, rng.randint(0, rng.randint(0, 15))) for pk in range(n)]
+        order = spread_order(items, rng=rng)
+        assert sorted(order) == list(range(n))
+        group = dict(items)
+        touching = sum(group[a] == group[b] for a, b in zip(order, order[1:], strict=False))
+        largest = max(Counter(group.values()).values())
+        # The fewest unavoidable: the largest group's items beyond what the others can divide.
+        assert touching == max(0, largest - (n - largest) - 1), (seed, items, order)
+
+
 @pytest.mark.django_db
 def test_quote_must_occur_in_a_chosen_passage_whitespace_normalised(open_team, reviewer_a):
-    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    assignment = task_with_claims(open_team, reviewer_a)
     claim = assignment.answer.claims.first()
     passage = assignment.answer.retrieved.first().passage
     words = passage.text.split()[:4]
@@ -164,7 +190,7 @@ def test_submit_requires_every_item_then_keeps_each_submission_as_a_revision(
     client, open_team, reviewer_a
 ):
     client_for(client, reviewer_a)
-    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    assignment = task_with_claims(open_team, reviewer_a)
     response = client.post(task_url(open_team, assignment, "submit"))
     assert response.status_code == 400
     assert b"Choose a support label." in response.content
@@ -197,7 +223,7 @@ def test_draft_saves_over_htmx_return_field_errors_and_keep_the_draft(
     client, open_team, reviewer_a
 ):
     client_for(client, reviewer_a)
-    assignment = next_task(project=open_team, reviewer=reviewer_a)
+    assignment = task_with_claims(open_team, reviewer_a)
     claim = assignment.answer.claims.first()
     passage = assignment.answer.retrieved.first().passage
     url = task_url(open_team, assignment, "save_claim", index=claim.ordinal)
@@ -337,3 +363,22 @@ def test_a_draft_save_query_count_does_not_grow_with_claims_or_passages(
     assert len(counts[0]) == len(counts[1]), counts
     # session, user, assignment; claims, citations, labels, passages; lock, label, 2 writes
     assert len(counts[1]) == 11, counts[1]
+
+
+@pytest.mark.django_db
+def test_the_status_bar_counts_items_not_fields_and_says_saved_only_after_a_save(
+    client, open_team, reviewer_a
+):
+    client_for(client, reviewer_a)
+    assignment = task_with_claims(open_team, reviewer_a)
+    items = assignment.answer.claims.count() + 1  # and the answer
+    page = client.get(task_url(open_team, assignment)).content.decode()
+    assert f"{items} items to label" in page
+    assert "Drafts save as you go" in page and "Saved " not in page
+    claim = assignment.answer.claims.first()
+    url = task_url(open_team, assignment, "save_claim", index=claim.ordinal)
+    # Supported, but no evidence yet: three fields missing on one item that was missing anyway.
+    data = {"support": "supported", "requires_evidence": "on"}
+    reply = client.post(url, data, headers={"HX-Request": "true"})
+    assert f"{items} items to label" in reply.content.decode()
+    assert "Saved " in reply.content.decode()
