@@ -318,32 +318,29 @@ def adjudicate(request, project, role, number):
     services.start_adjudication(answer=screen.answer, lead=request.user)
     error, status = None, 200
     if request.method == "POST":
-        decisions = []
-        rows = [
-            *[(c.claim, f) for c in screen.claims for f in c.fields],
-            *[(None, f) for f in screen.answer_fields],
-        ]
-        for claim, row in rows:
-            changed, value = _parse_choice(row, request)
-            if changed and (row.source == gold.PENDING or value != row.gold):
-                decisions.append(services.DecisionInput(claim=claim, field=row.name, value=value))
-        try:
-            services.adjudicate(
-                answer=screen.answer,
-                lead=request.user,
-                version=int(request.POST.get("version", -1)),
-                decisions=decisions,
-                rationale=request.POST.get("rationale", ""),
-            )
-        except ServiceError as exc:
-            error, status = str(exc), 409 if isinstance(exc, services.Conflict) else 400
-            screen = selectors.adjudication_screen(project, number)
+        decisions = _decisions(screen, request)
+        if not decisions and screen.pending:
+            error, status = NOTHING_CHOSEN, 400
         else:
-            messages.success(request, f"Task {number}: {len(decisions)} decision(s) saved.")
-            queue = [d for d in gold.adjudication_queue(project) if d.answer.task_number != number]
-            if queue:
-                return redirect("adjudicate", slug=project.slug, number=queue[0].answer.task_number)
-            return redirect("adjudication_queue", slug=project.slug)
+            try:
+                services.adjudicate(
+                    answer=screen.answer,
+                    lead=request.user,
+                    version=int(request.POST.get("version", -1)),
+                    decisions=decisions,
+                    rationale=request.POST.get("rationale", ""),
+                )
+            except ServiceError as exc:
+                error, status = str(exc), 409 if isinstance(exc, services.Conflict) else 400
+                screen = selectors.adjudication_screen(project, number)
+            else:
+                messages.success(request, f"Task {number}: {len(decisions)} decision(s) saved.")
+                queue = gold.adjudication_queue(project)
+                queue = [d for d in queue if d.answer.task_number != number]
+                if queue:
+                    next_number = queue[0].answer.task_number
+                    return redirect("adjudicate", slug=project.slug, number=next_number)
+                return redirect("adjudication_queue", slug=project.slug)
     return render(
         request,
         "annotate/adjudicate.html",
@@ -357,6 +354,26 @@ def adjudicate(request, project, role, number):
         },
         status=status,
     )
+
+
+NOTHING_CHOSEN = (
+    "Nothing was chosen: pick the gold value of at least one disagreement, or go back to the "
+    "queue to leave this task for later."
+)
+
+
+def _decisions(screen, request) -> list[services.DecisionInput]:
+    """The lead's choices that change something: a pending field decided, or gold changed."""
+    decisions = []
+    rows = [
+        *[(c.claim, f) for c in screen.claims for f in c.fields],
+        *[(None, f) for f in screen.answer_fields],
+    ]
+    for claim, row in rows:
+        changed, value = _parse_choice(row, request)
+        if changed and (row.source == gold.PENDING or value != row.gold):
+            decisions.append(services.DecisionInput(claim=claim, field=row.name, value=value))
+    return decisions
 
 
 def _posted_choices(request) -> dict[str, str]:

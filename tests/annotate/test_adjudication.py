@@ -165,6 +165,18 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
     assert Decision.objects.get().value == pair.b["support"]
 
 
+def test_saving_with_nothing_chosen_stays_on_the_task_and_says_so(client, demo, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    item = gold.adjudication_queue(demo)[0]
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    client.get(url)
+    response = client.post(url, {"version": "0", "rationale": "looked at it"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Nothing was chosen" in page and "looked at it" in page
+    assert not Decision.objects.exists()
+
+
 def test_adjudication_conflict_on_the_page_keeps_the_second_leads_choices(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
     item = gold.adjudication_queue(demo)[0]
