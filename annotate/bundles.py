@@ -360,7 +360,11 @@ class JsonLines:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 self.errors.append(
-                    BundleError(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+                    BundleError(
+                        # json's "Invalid control character at" already ends in "at"
+                        number,
+                        f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})",
+                    )
                 )
                 continue
             if not isinstance(obj, dict):

@@ -28,7 +28,8 @@ class NewProjectForm(forms.Form):
     )
     file = BundleFileField(
         label="Bundle",
-        help_text="UTF-8 JSONL, one object per line (SPEC: passages, cases, answers …).",
+        help_text="UTF-8 JSONL, one object per line: a bundle header, variants, passages, cases "
+        "and answers (docs/bundle-format.md in the claimdesk repository).",
         widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
     )
 

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.template.defaultfilters import pluralize
 
 from annotate import gold
 from annotate.models import (
@@ -501,8 +502,9 @@ def setup_summary(project: Project) -> dict:
             (
                 "Proposed claims reviewed",
                 claims["to_review"] == 0,
-                f"{claims['to_review']} proposed claims in {claims['answers_to_review']} "
-                "answers still to review",
+                f"{claims['to_review']} proposed claim{pluralize(claims['to_review'])} in "
+                f"{claims['answers_to_review']} answer{pluralize(claims['answers_to_review'])} "
+                "still to review",
             ),
             (
                 "Enough reviewers",

@@ -197,6 +197,11 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
             17,
             "not valid JSON (Expecting property name enclosed in double quotes at column 2)",
         ),
+        (
+            {17: '{"type": "passage", "text": "a\tb"}'},  # a raw tab inside a string
+            17,
+            "not valid JSON (Invalid control character at column 31)",
+        ),
         ({17: "[1, 2]"}, 17, "expected a JSON object, got a list"),
         (
             {17: '{"type": "chunk"}'},
