@@ -517,6 +517,20 @@ def setup_summary(project: Project) -> dict:
     }
 
 
+def doubly_labelled(project: Project) -> bool:
+    """Whether any answer has two submitted label sets, the first gold there can be."""
+    return (
+        Answer.objects.filter(project=project)
+        .annotate(
+            submitted=Count(
+                "assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)
+            )
+        )
+        .filter(submitted__gte=2)
+        .exists()
+    )
+
+
 def answers_for_boundaries(project: Project, only_proposed: bool):
     answers = (
         Answer.objects.filter(project=project)

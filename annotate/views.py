@@ -289,7 +289,12 @@ def adjudication_queue(request, project, role):
     return render(
         request,
         "annotate/adjudication_queue.html",
-        {"project": project, "role": role, "queue": queue},
+        {
+            "project": project,
+            "role": role,
+            "queue": queue,
+            "doubly_labelled": queue or selectors.doubly_labelled(project),
+        },
     )
 
 

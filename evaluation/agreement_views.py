@@ -61,9 +61,12 @@ def agreement(request, project, role):
         return response
     if fmt == "csv":
         return _csv(project, report)
-    slices = [
+    everything = report["slices"]["all"]
+    doubly = any(stats.get("n") for stats in everything.values() if isinstance(stats, dict))
+    slices = [  # none at all when nothing is doubly labelled: the page says so instead
         {"name": name, "rows": _rows(fields), "evidence": fields["evidence"]}
         for name, fields in report["slices"].items()
+        if doubly
     ]
     pairs = [{"reviewers": p["reviewers"], "rows": _rows(p)} for p in report["pairs"]]
     return render(

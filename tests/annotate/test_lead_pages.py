@@ -734,3 +734,20 @@ def test_add_member_command_never_silently_replaces_an_existing_password(team, o
     call_command("add_member", team.slug, "newcomer", role="reviewer", password="first-Secret!")
     newcomer = get_user_model().objects.get(username="newcomer")
     assert newcomer.check_password("first-Secret!")
+
+
+@pytest.mark.django_db
+def test_pages_before_any_double_labelling_say_so_instead_of_empty_numbers(
+    client, team, lead, reviewer_a
+):
+    open_labelling(project=team)
+    login(client, lead)
+    agreement = client.get(reverse("agreement", kwargs={"slug": team.slug})).content.decode()
+    assert "No answer has been labelled by two reviewers yet" in agreement
+    assert "<table" not in agreement
+    queue = client.get(reverse("adjudication_queue", kwargs={"slug": team.slug})).content.decode()
+    assert "Nothing is doubly labelled yet" in queue
+    assert "Download gold" not in queue
+    login(client, reviewer_a)
+    done = client.get(reverse("queue_empty", kwargs={"slug": team.slug})).content.decode()
+    assert "Nothing is left for you to label" in done and "Thank you" not in done
