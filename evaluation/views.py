@@ -94,6 +94,8 @@ def parse_params(get, variant_names: list[str]) -> Params:
         a = variant_names[0] if variant_names else None
     if "b" in errors or b is None:
         b = next((n for n in variant_names if n != a), None)
+    elif b == a and len(variant_names) > 1:
+        errors["b"] = "Choose a variant other than a: a comparison needs two."
     k = _number(get.get("k"), name="k", errors=errors, low=1)
     if k is not None and k != int(k):
         errors["k"] = "Enter a whole number of at least 1."

@@ -134,6 +134,8 @@ def test_limits_and_pair_come_from_get_parameters(client, stages, lead):
     html = client.get(url(stages, latency_budget="fast", unsupported_limit=2)).content.decode()
     assert "Enter a number at least 0." in html
     assert "Enter a number between 0 and 1." in html
+    same = client.get(url(stages, a="hybrid", b="hybrid")).content.decode()
+    assert "Choose a variant other than a: a comparison needs two." in same
 
 
 def test_the_page_reads_without_labels(client, reviewer_a, lead):
