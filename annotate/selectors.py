@@ -241,21 +241,32 @@ FIELD_CHOICES = {
 }
 
 
+FIELD_LABELS = {
+    "requires_evidence": "needs evidence",
+    "failure_labels": "failure labels",
+}
+
+
+def show_choice(value) -> str:
+    """A vocabulary value for people: insufficient_evidence → insufficient evidence."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value).replace("_", " ")
+
+
 def show_value(field_name: str, value) -> str:
-    """A label value as a lead reads it on the adjudication screen."""
+    """A label value as a lead reads it on the adjudication screen (ids stay as they are)."""
     if value is None or value == "":
         return "—"
     if field_name == "citations":
-        return ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) or "—"
+        return ", ".join(f"{k}: {show_choice(v)}" for k, v in sorted(value.items())) or "—"
     if field_name == "evidence":
         ids = ", ".join(value.get("evidence_ids") or []) or "no passage"
         quote = value.get("evidence_quote") or ""
         return f"{ids} · “{quote}”" if quote else ids
     if field_name == "failure_labels":
-        return ", ".join(value) or "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
+        return ", ".join(map(show_choice, value)) or "none"
+    return show_choice(value)
 
 
 @dataclass
@@ -286,8 +297,13 @@ class FieldRow:
         }
 
     @property
-    def choices(self) -> list:
-        return FIELD_CHOICES.get(self.name, [])
+    def label(self) -> str:
+        return FIELD_LABELS.get(self.name, self.name.replace("_", " "))
+
+    @property
+    def choices(self) -> list[tuple[object, str]]:
+        """(value as posted, as shown) for the 'other' select."""
+        return [(value, show_choice(value)) for value in FIELD_CHOICES.get(self.name, [])]
 
 
 def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
