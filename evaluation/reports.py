@@ -1273,6 +1273,6 @@ def text_value(value: Any, kind: str) -> str:
         return f"{value:.3f}"
     if kind == "ms":
         return f"{value:.0f}"
-    if kind == "float":
-        return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
+    if kind == "float":  # three decimals like the rates beside them (0.0625 read as 0.063)
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
     return str(value)
