@@ -24,6 +24,22 @@
     if (main) main.focus({ preventScroll: true });
   });
 
+  // After htmx swaps in a form that was refused, or a panel with a message, keyboard focus
+  // was left on <body> and the message could be off-screen: move both to what changed.
+  // The labelling screen saves as you type and keeps focus where the reviewer is.
+  document.addEventListener("htmx:afterSettle", (event) => {
+    const root = event.detail.elt;
+    if (!(root instanceof Element) || root.closest(".labelling")) return;
+    const invalid = root.querySelector(
+      ".has-error input, .has-error select, .has-error textarea, .error-summary"
+    );
+    const target = invalid || root.querySelector(".flash");
+    if (!target) return;
+    if (!target.matches("input, select, textarea")) target.setAttribute("tabindex", "-1");
+    target.focus({ preventScroll: true });
+    target.scrollIntoView({ block: "nearest" });
+  });
+
   document.addEventListener("DOMContentLoaded", () => revealCloseButtons(document));
   // Content swapped in by htmx may carry its own flash messages.
   document.addEventListener("htmx:load", (event) => revealCloseButtons(event.target));
