@@ -23,12 +23,34 @@ FIELD_TITLES = {
 }
 
 
-def _heat(confusion: dict) -> list[tuple[str, list[tuple[int, float]]]]:
-    """Rows of (A's label, cells), each cell with its share of the largest, for shading."""
+# Heatmap headers are narrow: abbreviations people read as words (the full label is the
+# header's title), never the first four letters of a code ("insu", "Fals").
+SHORT_LABELS = {
+    "supported": "supp.",
+    "contradicted": "contra.",
+    "insufficient_evidence": "insuff.",
+    "supports": "supp.",
+    "does_not_support": "not supp.",
+    "citation_not_found": "not found",
+    "appropriate": "approp.",
+    "unnecessary": "unneeded",
+    "critical": "critic.",
+    "True": "yes",
+    "False": "no",
+}
+
+
+def short_label(label) -> str:
+    return SHORT_LABELS.get(str(label), str(label))
+
+
+def _heat(confusion: dict) -> list[tuple[str, str, list[tuple[int, float]]]]:
+    """Rows of (A's label, its short form, cells), each cell with its share of the largest,
+    for shading."""
     matrix = confusion["matrix"]
     top = max((v for row in matrix for v in row), default=0) or 1
     return [
-        (label, [(v, v / top) for v in row])
+        (label, short_label(label), [(v, v / top) for v in row])
         for label, row in zip(confusion["labels"], matrix, strict=False)
     ]
 
@@ -46,6 +68,7 @@ def _rows(fields: dict) -> list[dict]:
                 **stats,
                 "matches": matches,
                 "heat": _heat(stats["confusion"]),
+                "columns": [(c, short_label(c)) for c in stats["confusion"]["labels"]],
             }
         )
     return rows
