@@ -80,7 +80,8 @@ def bar_chart(
     """One metric, one bar per variant, the value on top and n under each bar. An undefined
     value (no eligible item) is drawn as 'n/a', never as a zero-height bar."""
     bar_w, gap, left, top, plot_h = 44, 18, 8, 34, 90
-    width = max(180, left * 2 + len(bars) * (bar_w + gap) - gap, int(6.8 * len(title)) + 16)
+    # 12 px bold runs to about 7.5 px a character: a narrower chart cut its title short.
+    width = max(180, left * 2 + len(bars) * (bar_w + gap) - gap, int(7.5 * len(title)) + 16)
     height = top + plot_h + 34
     base = top + plot_h
     body = [
