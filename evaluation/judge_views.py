@@ -183,7 +183,13 @@ def judge_compare(request, project, role):
     return render(
         request,
         "evaluation/judge_compare.html",
-        {"project": project, "role": role, "form": form, "c": comparison},
+        {
+            "project": project,
+            "role": role,
+            "form": form,
+            "c": comparison,
+            "run_count": len(form.fields["a"].queryset),
+        },
     )
 
 

@@ -517,3 +517,16 @@ def test_the_calibration_page_makes_a_bounded_number_of_queries(
             assert client.get(url).status_code == 200
     # the same bound holds for 84 claims and for 26: nothing is fetched per item
     assert Claim.objects.filter(answer__project=demo[0]).count() > 3 * len(ITEMS)
+
+
+def test_the_compare_page_says_what_is_missing_or_wrong(client, built, lead):
+    project, answer_ids, run_a = built
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("judge_compare", kwargs={"slug": project.slug})
+    alone = client.get(url).content.decode()
+    assert "Comparing needs two judge runs; this project has 1." in alone
+    assert "<select" not in alone
+    run_b = import_judge_run(lines=judge_lines(ITEMS, answer_ids, name="judge-b"), project=project)
+    wrong = client.get(f"{url}?a={run_a.pk}&b=999999").content.decode()
+    assert "Run B: Select a valid choice." in wrong
+    assert client.get(f"{url}?a={run_a.pk}&b={run_b.run.pk}").context["c"] is not None
