@@ -73,7 +73,9 @@ class BundleInvalid(Exception):
     """Raised with every problem found; nothing has been written."""
 
     def __init__(self, errors: list[BundleError]):
-        self.errors = sorted(errors, key=lambda e: (e.line, e.message))
+        # By line, and within a line in the order found: reading comes before the checks that
+        # follow from it ("not valid JSON" before "no corpus_version" on line 1).
+        self.errors = sorted(errors, key=lambda e: e.line)
         super().__init__(f"{len(self.errors)} problem(s) in the bundle")
 
 

@@ -1265,8 +1265,9 @@ def text_value(value: Any, kind: str) -> str:
         return "yes" if value else "no"
     if kind in ("ids", "answer_ids"):
         return ", ".join(value) if value else "—"
-    if kind == "json":
-        return ", ".join(f"{k}={v}" for k, v in value.items()) if value else "—"
+    if kind == "json":  # as the bundle wrote them: reranker=null, verifier=false
+        shown = (f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+        return ", ".join(shown) if value else "—"
     if kind == "ci":
         return f"[{text_value(value[0], 'float')}, {text_value(value[1], 'float')}]"
     if kind == "rate":

@@ -242,6 +242,17 @@ def test_several_defects_are_all_reported_at_once_in_line_order():
 
 
 @pytest.mark.django_db
+def test_a_file_that_is_not_jsonl_says_so_first():
+    with pytest.raises(BundleInvalid) as caught:
+        import_bundle(lines=["hello", "world"], project_slug="not-jsonl")
+    assert [str(e) for e in caught.value.errors][:2] == [
+        "line 1: not valid JSON (Expecting value at column 1)",
+        'line 1: no corpus_version: start the file with {"type": "bundle", '
+        '"corpus_version": "...", "name": "..."}',
+    ]
+
+
+@pytest.mark.django_db
 def test_bundle_header_after_content_and_non_utf8_lines_are_errors():
     lines = [line.encode() for line in SMALL] + [
         b'{"type": "bundle", "corpus_version": "course-notes-v1"}',
