@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotate import blinding, selectors, services
 from annotate import boundaries as boundary_services
-from annotate import selectors, services
 from annotate.bundles import BundleInvalid
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
@@ -69,7 +69,14 @@ def project_setup(request, project, role):
     return render(
         request,
         "annotate/lead/setup.html",
-        {"project": project, "role": role, "s": summary, "current": "setup"},
+        {
+            "project": project,
+            "role": role,
+            "s": summary,
+            "current": "setup",
+            "blinding": selectors.blinding_check(project),
+            "blinding_flag_at": round(blinding.FLAG_AT * 100),
+        },
     )
 
 

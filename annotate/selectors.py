@@ -9,10 +9,10 @@ from functools import cached_property
 from urllib.parse import urlencode
 
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
-from annotate import gold
+from annotate import blinding, gold
 from annotate.models import (
     Abstention,
     AdjudicationLock,
@@ -531,6 +531,36 @@ def setup_summary(project: Project) -> dict:
             ("Guidelines written", bool(project.guidelines.strip()), "write the guidelines"),
         ],
     }
+
+
+def blinding_check(project: Project) -> list[blinding.Finding]:
+    """What on the labelling screen tells the project's variants apart (three queries)."""
+    retrieved = {
+        row["answer_id"]: row
+        for row in RetrievedPassage.objects.filter(answer__project=project)
+        .values("answer_id")
+        .annotate(n=Count("pk"), in_prompt=Count("pk", filter=Q(in_prompt=True)))
+        .order_by()
+    }
+    claims = dict(
+        Claim.objects.filter(answer__project=project)
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .order_by()
+        .values_list("answer_id", "n")
+    )
+    values: dict[str, dict[str, list[float]]] = {}
+    for pk, variant, length, abstained in Answer.objects.filter(project=project).values_list(
+        "pk", "variant__name", Length("text"), "abstained"
+    ):
+        seen = retrieved.get(pk, {})
+        features = values.setdefault(variant, {key: [] for key in blinding.FEATURES})
+        features["in_prompt"].append(seen.get("in_prompt", 0))
+        features["retrieved"].append(seen.get("n", 0))
+        features["claims"].append(claims.get(pk, 0))
+        features["length"].append(length)
+        features["abstained"].append(int(abstained))
+    return blinding.visible_differences(values)
 
 
 def doubly_labelled(project: Project) -> bool:

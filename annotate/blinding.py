@@ -1,0 +1,74 @@
+"""What a reviewer can see that tells the variants apart, though no page names them.
+
+Blinding is enforced in the queries, but the data can undo it: if one system always puts four
+passages in the prompt and the other three, the labelling screen (which must show what reached
+the prompt) names the system by that count. For each visible feature of an answer, this finds
+how well one threshold on it separates each pair of variants: the best balanced accuracy of
+"feature <= t means variant A", which is (1 + KS) / 2 with KS the two-sample
+Kolmogorov-Smirnov statistic. 0.5 is chance; 1.0 is a label on every task.
+
+Pure functions; the lead's set-up page reads them through selectors.blinding_check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from scipy.stats import ks_2samp
+
+# Features a reviewer sees on the labelling screen, as (key, what the reviewer sees).
+FEATURES = {
+    "in_prompt": "the number of passages marked “in prompt”",
+    "retrieved": "the number of passages retrieved",
+    "claims": "the number of claims",
+    "length": "the length of the answer",
+    "abstained": "whether the answer declines",
+}
+# Flag a feature when one threshold on it guesses the variant this often (balanced).
+FLAG_AT = 0.75
+# Fewer answers than this per variant say little either way.
+MIN_ANSWERS = 10
+
+
+@dataclass(frozen=True)
+class Finding:
+    feature: str
+    shows: str
+    a: str
+    b: str
+    n_a: int
+    n_b: int
+    accuracy: float  # best one-threshold balanced accuracy, 0.5 to 1
+
+    @property
+    def percent(self) -> int:
+        return round(self.accuracy * 100)
+
+
+def separability(a: Sequence[float], b: Sequence[float]) -> float:
+    """Best balanced accuracy of one threshold telling sample a from sample b."""
+    if not a or not b:
+        return 0.5
+    return (1 + float(ks_2samp(a, b).statistic)) / 2
+
+
+def visible_differences(
+    values: Mapping[str, Mapping[str, Sequence[float]]],
+    *,
+    flag_at: float = FLAG_AT,
+    min_answers: int = MIN_ANSWERS,
+) -> list[Finding]:
+    """For values[variant][feature] = one value per answer, the features that let a single
+    threshold name the variant at least `flag_at` of the time, most telling first."""
+    findings = []
+    for a, b in combinations(sorted(values), 2):
+        for feature, shows in FEATURES.items():
+            left, right = values[a].get(feature, []), values[b].get(feature, [])
+            if len(left) < min_answers or len(right) < min_answers:
+                continue
+            accuracy = separability(left, right)
+            if accuracy >= flag_at:
+                findings.append(Finding(feature, shows, a, b, len(left), len(right), accuracy))
+    return sorted(findings, key=lambda f: (-f.accuracy, f.a, f.b, f.feature))
