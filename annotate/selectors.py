@@ -342,6 +342,19 @@ class AdjudicationScreen:
         return split_fields(self.answer_fields)
 
     @property
+    def disagreements(self) -> list[str]:
+        """What the reviewers disagree on and nobody has decided, for the page's heading:
+        'claim 2 support (supported vs contradicted)', 'relevance (1 vs 0)'."""
+        rows = [(f"claim {c.claim.ordinal + 1} ", f) for c in self.claims for f in c.fields]
+        rows += [("", f) for f in self.answer_fields]
+        return [
+            f"{where}{row.label}"
+            + (f" ({row.shown['a']} vs {row.shown['b']})" if row.name in FIELD_CHOICES else "")
+            for where, row in rows
+            if row.differs and row.source == gold.PENDING
+        ]
+
+    @property
     def quote_marks(self) -> list[tuple[str, str]]:
         """Both reviewers' quotes, to mark in the passages as A and B."""
         marks = [(c.quote_a, "quote-a") for c in self.claims if c.quote_a]

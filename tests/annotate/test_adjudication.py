@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -147,6 +148,8 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
     page = client.get(url).content.decode()
     assert "baseline" not in page and "verifier" not in page
     assert item.answer.answer_id not in page
+    summary = re.search(r'<p class="disagreement-summary">Disagreement: (.*?)</p>', page)
+    assert summary and " vs " in summary.group(1)  # e.g. claim 1 support (supported vs ...)
     assert 'class="quote-a"' in page or 'class="quote-b"' in page or "◆" in page
     pair = next(
         p
