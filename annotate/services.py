@@ -574,18 +574,13 @@ def add_member(
     reset_password: bool = False,
 ):
     """Give a person a role in a project, creating the user when needed. A password is set
-    for a new account; an existing account's password changes only with reset_password, so
-    adding someone to a second project never silently replaces the login they use."""
+    for a new account; an existing account keeps its password unless reset_password, so
+    adding someone to a second project never replaces the login they use."""
     if role not in Role.values:
         raise ServiceError(f"Unknown role '{role}': use one of {', '.join(Role.values)}.")
     User = get_user_model()
     user, created = User.objects.get_or_create(username=username)
-    if password and not created and not reset_password:
-        raise ServiceError(
-            f"'{username}' already has an account: nothing was changed. Leave out the "
-            "password to add them with the login they have, or reset it explicitly."
-        )
-    if password:
+    if password and (created or reset_password):
         user.set_password(password)
         user.save(update_fields=["password"])
     elif created:
@@ -1102,10 +1097,12 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
             LabelRevision.objects.create(
                 assignment=assignment, number=1, labels=snapshot, source="import"
             )
-        Assignment.objects.filter(pk__in=[a.pk for a, _, _ in pending]).update(
-            taken_at=now,
-            touched_at=now,  # auto_now_add stamped each row as it was saved
-        )
+        pks = [a.pk for a, _, _ in pending]
+        for start in range(0, len(pks), 500):  # SQLite caps the parameters of one query
+            Assignment.objects.filter(pk__in=pks[start : start + 500]).update(
+                taken_at=now,
+                touched_at=now,  # auto_now_add stamped each row as it was saved
+            )
     result.created = len(pending)
     return result
 

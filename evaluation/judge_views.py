@@ -188,7 +188,7 @@ def judge_compare(request, project, role):
             "role": role,
             "form": form,
             "c": comparison,
-            "run_count": len(form.fields["a"].queryset),
+            "run_count": runs.count(),
         },
     )
 

@@ -1219,10 +1219,10 @@ def comparison_tables(comparison: dict) -> dict[str, Table]:
                 only_b:int:Only b
                 mean_a:rate:Mean a
                 mean_b:rate:Mean b
-                mean_diff:float:b − a
+                mean_diff:diff:b − a
                 ci95:ci:95% CI|people
-                ci_low:float:CI low|csv
-                ci_high:float:CI high|csv
+                ci_low:diff:CI low|csv
+                ci_high:diff:CI high|csv
             """),
             rows,
         ),
@@ -1266,14 +1266,19 @@ def text_value(value: Any, kind: str) -> str:
     if kind in ("ids", "answer_ids"):
         return ", ".join(value) if value else "—"
     if kind == "json":  # as the bundle wrote them: reranker=null, verifier=false
-        shown = (f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+        shown = (
+            f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+            for k, v in value.items()
+        )
         return ", ".join(shown) if value else "—"
     if kind == "ci":
-        return f"[{text_value(value[0], 'float')}, {text_value(value[1], 'float')}]"
+        return f"[{text_value(value[0], 'diff')}, {text_value(value[1], 'diff')}]"
     if kind == "rate":
         return f"{value:.3f}"
     if kind == "ms":
         return f"{value:.0f}"
-    if kind == "float":  # three decimals like the rates beside them (0.0625 read as 0.063)
+    if kind == "diff":  # differences and intervals: three decimals like the rates beside them
         return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    if kind == "float":  # costs and the like: small values keep their digits
+        return f"{value:.4g}" if abs(value) < 10 else f"{value:.1f}"
     return str(value)

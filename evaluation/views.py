@@ -35,7 +35,7 @@ from evaluation.reports import (
 DEFAULT_COMPARE_K = 5
 # Long, case-by-case tables start folded; their counts are in the tables above them.
 COLLAPSED = frozenset({"diagnosis"})
-NUMERIC = frozenset({"int", "rate", "float", "ms", "ci"})
+NUMERIC = frozenset({"int", "rate", "float", "diff", "ms", "ci"})
 SECTIONS = (
     ("retrieval", "Retrieval"),
     ("generation", "Generation"),

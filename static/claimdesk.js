@@ -30,6 +30,10 @@
   document.addEventListener("htmx:afterSettle", (event) => {
     const root = event.detail.elt;
     if (!(root instanceof Element) || root.closest(".labelling")) return;
+    // Only after a form was sent: a GET swap (the calibration page's split select) keeps
+    // focus on the control the reader is using.
+    const verb = event.detail.requestConfig && event.detail.requestConfig.verb;
+    if (verb !== "post") return;
     const invalid = root.querySelector(
       ".has-error input, .has-error select, .has-error textarea, .error-summary"
     );

@@ -451,3 +451,11 @@ def test_query_count_does_not_grow_with_the_answers(stages, django_assert_num_qu
         data = load(demo)
         evaluate(demo, data=data)
         compare(demo, "baseline", "verifier", data=data)
+
+
+def test_small_costs_keep_their_digits_and_differences_read_to_three_decimals():
+    from evaluation.reports import text_value
+
+    assert text_value(0.0012, "float") == "0.0012"  # a cost, not 0.001
+    assert text_value(0.0625, "diff") == "0.062"
+    assert text_value([0.03125, 0.25], "ci") == "[0.031, 0.250]"

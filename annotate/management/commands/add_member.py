@@ -1,3 +1,4 @@
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -25,6 +26,8 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project '{slug}'.")
+        User = get_user_model()
+        kept = password and not reset_password and User.objects.filter(username=username).exists()
         try:
             with transaction.atomic():
                 add_member(
@@ -35,6 +38,10 @@ class Command(BaseCommand):
                     reset_password=reset_password,
                 )
         except ServiceError as exc:
-            hint = " Pass --reset-password to reset it." if password and not reset_password else ""
-            raise CommandError(f"{exc}{hint}") from exc
+            raise CommandError(str(exc)) from exc
         self.stdout.write(f"{username} is a {role} of '{slug}'.")
+        if kept:
+            self.stderr.write(
+                f"'{username}' already has an account: their password was left unchanged "
+                "(--reset-password replaces it)."
+            )
