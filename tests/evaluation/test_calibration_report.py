@@ -48,6 +48,18 @@ def _case_ids(split: str, count: int) -> list[str]:
     return ids
 
 
+def add_reviewers(project) -> None:
+    """alice and bob as reviewers who can log in with the test password."""
+    for name in ("alice", "bob"):
+        add_member(
+            project=project,
+            username=name,
+            role=Role.REVIEWER,
+            password=PASSWORD,
+            reset_password=True,
+        )
+
+
 def build_project(items: list[Item], slug: str = "built") -> tuple[Project, dict[int, str]]:
     """One case, one answer and one claim per item; reviewers alice and bob label the items
     that have gold. Returns the project and item index -> answer_id."""
@@ -87,14 +99,7 @@ def build_project(items: list[Item], slug: str = "built") -> tuple[Project, dict
             },
         ]
     project = import_bundle(lines=[json.dumps(row) for row in lines], project_slug=slug).project
-    for name in ("alice", "bob"):
-        add_member(
-            project=project,
-            username=name,
-            role=Role.REVIEWER,
-            password=PASSWORD,
-            reset_password=True,
-        )
+    add_reviewers(project)
     project = open_labelling(project=project)
     labels = []
     for i, item in enumerate(items):
@@ -365,14 +370,7 @@ def test_few_shot_examples_come_from_judge_dev_only(built):
 @pytest.fixture
 def demo(db, lead, reviewer_a, outsider):
     project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(
-            project=project,
-            username=name,
-            role=Role.REVIEWER,
-            password=PASSWORD,
-            reset_password=True,
-        )
+    add_reviewers(project)
     add_member(project=project, username=lead.username, role=Role.LEAD)
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
