@@ -18,16 +18,28 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotate.claims import strip_markers
+from annotate.schema import LabelSchema, SchemaInvalid
+
 SPLITS = ("dev", "heldout")
 PROGRESS_EVERY = 5000
 
 FIELDS: dict[str, tuple[set[str], set[str]]] = {
     # type: (required fields, optional fields)
-    "bundle": ({"corpus_version"}, {"name"}),
+    "bundle": ({"corpus_version"}, {"name", "label_schema"}),
     "passage": ({"passage_id", "text"}, {"document", "location", "title"}),
     "case": (
-        {"case_id", "question", "answerable", "adversarial", "required_facts"},
-        {"forbidden_claims", "evidence", "split", "checked_documents", "tags", "corpus_version"},
+        {"case_id", "question", "answerable", "adversarial"},
+        {
+            "required_facts",
+            "reference",
+            "forbidden_claims",
+            "evidence",
+            "split",
+            "checked_documents",
+            "tags",
+            "corpus_version",
+        },
     ),
     "answer": (
         {"answer_id", "case_id", "variant", "text"},
@@ -77,6 +89,32 @@ class BundleInvalid(Exception):
         # follow from it ("not valid JSON" before "no corpus_version" on line 1).
         self.errors = sorted(errors, key=lambda e: e.line)
         super().__init__(f"{len(self.errors)} problem(s) in the bundle")
+
+    def grouped(self, *, show_lines: int = 3) -> list[str]:
+        """The errors for people: one entry per distinct message, naming its lines
+        ("lines 3, 5, 9 and 17 more: ..."), in the order the messages first occur. Twenty
+        copies of one mistake read as one mistake to fix, not twenty."""
+        lines: dict[str, list[int]] = {}
+        for error in self.errors:
+            lines.setdefault(error.message, []).append(error.line)
+        out = []
+        for message, numbers in lines.items():
+            numbers = sorted({n for n in numbers if n})
+            if not numbers:
+                out.append(message)
+                continue
+            if len(numbers) == 1:
+                out.append(f"line {numbers[0]}: {message}")
+                continue
+            shown = ", ".join(map(str, numbers[:show_lines]))
+            rest = len(numbers) - show_lines
+            if rest > 0:
+                where = f"lines {shown} and {rest} more"
+            else:
+                head, last = numbers[:-1], numbers[-1]
+                where = f"lines {', '.join(map(str, head))} and {last}"
+            out.append(f"{where}: {message}")
+        return out
 
 
 @dataclass(slots=True)
@@ -131,7 +169,8 @@ class CaseRecord:
     question: str
     answerable: bool
     adversarial: bool
-    required_facts: list[str]
+    required_facts: list[str] = field(default_factory=list)
+    reference: str = ""
     forbidden_claims: list[str] = field(default_factory=list)
     evidence: list[EvidenceRecord] = field(default_factory=list)
     split: str = "dev"
@@ -154,6 +193,8 @@ class CaseRecord:
             "split": self.split,
             "checked_documents": self.checked_documents,
             "tags": self.tags,
+            # Only when present, so cases imported before `reference` existed keep their hash.
+            **({"reference": self.reference} if self.reference else {}),
         }
 
 
@@ -236,6 +277,7 @@ class JudgmentRecord:
 class Bundle:
     corpus_version: str | None = None
     name: str | None = None
+    label_schema: LabelSchema | None = None  # None: the header did not say
     passages: dict[str, PassageRecord] = field(default_factory=dict)
     variants: dict[str, VariantRecord] = field(default_factory=dict)
     cases: dict[str, CaseRecord] = field(default_factory=dict)
@@ -325,7 +367,10 @@ class _Line:
         unknown = set(self.obj) - required - optional - {"type"}
         for key in sorted(unknown):
             allowed = ", ".join(sorted(required | optional))
-            self.error(f"unknown field '{key}' in {kind} (allowed: {allowed})")
+            self.error(
+                f"unknown field '{key}' in {kind}{_belongs(kind, key, self.obj)} "
+                f"(allowed: {allowed})"
+            )
 
 
 class JsonLines:
@@ -377,6 +422,20 @@ class JsonLines:
             yield number, obj
 
 
+def _belongs(kind: str, key: str, obj: Mapping[str, Any]) -> str:
+    """Where a field that is unknown on this line does belong, when another line type has it:
+    a generator's `model` on an answer line is the usual case (it describes the variant)."""
+    homes = [k for k, (req, opt) in FIELDS.items() if k != kind and key in req | opt]
+    if not homes:
+        return ""
+    if kind == "answer" and "variant" in homes and isinstance(obj.get("variant"), str):
+        example = json.dumps(
+            {"type": "variant", "name": obj["variant"], key: obj[key]}, ensure_ascii=False
+        )
+        return f": '{key}' belongs on a variant line, e.g. {_short(example, 120, keep_ws=True)}"
+    return f": '{key}' belongs on a {' or '.join(homes)} line"
+
+
 def kind_of(value: Any) -> str:
     """How a JSON value reads in an error message: 'a string', 'a list', 'null' …"""
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
@@ -419,6 +478,12 @@ def parse_bundle(
                 line.error("the bundle header must be the first line")
             bundle.corpus_version = line.string("corpus_version", required=True) or None
             bundle.name = line.string("name") or None
+            if line.obj.get("label_schema") is not None:
+                try:
+                    bundle.label_schema = LabelSchema.parse(line.obj["label_schema"])
+                except SchemaInvalid as exc:
+                    for problem in exc.problems:
+                        line.error(problem)
             continue
         seen_content = True
         if kind == "passage":
@@ -486,7 +551,8 @@ def _parse_case(line: _Line, bundle: Bundle) -> str:
         question=line.string("question", required=True),
         answerable=line.boolean("answerable", required=True),
         adversarial=line.boolean("adversarial", required=True),
-        required_facts=line.string_list("required_facts", required=True, min_items=1),
+        required_facts=line.string_list("required_facts"),
+        reference=line.string("reference"),
         forbidden_claims=line.string_list("forbidden_claims"),
         split=line.string("split") or "dev",
         checked_documents=line.string_list("checked_documents"),
@@ -506,8 +572,6 @@ def _parse_case(line: _Line, bundle: Bundle) -> str:
                 location=sub.string("location"),
             )
         )
-    if record.answerable and not record.evidence:
-        line.error("an answerable case needs at least one 'evidence' entry")
     if record.case_id in bundle.cases:
         first = bundle.cases[record.case_id].line
         line.error(f"duplicate case_id '{record.case_id}' (first on line {first})")
@@ -583,9 +647,39 @@ def _parse_claims(line: _Line, text: str) -> list[ClaimRecord]:
                 f"span [{claim.start}, {claim.end}) overlaps or precedes the previous claim "
                 f"(which ends at {previous_end}); claims must be in order and not overlap"
             )
+        elif claim.text and not claim_text_matches(claim.text, text[claim.start : claim.end]):
+            sub.error(_span_mismatch(claim, text))
         previous_end = max(previous_end, claim.end)
         claims.append(claim)
     return claims
+
+
+def claim_text_matches(claim_text: str, span: str) -> bool:
+    """A claim's `text` must be the answer's characters [start, end). Also accepted: the same
+    characters with citation markers removed and whitespace collapsed, the form claimdesk's
+    splitter proposes and its bundle export writes (`... no penalty [notes-17].` as
+    `... no penalty.`), so exported bundles re-import. An off-by-one span fails either way."""
+    if claim_text == span:
+        return True
+    wanted = normalize_ws(claim_text)
+    return wanted == normalize_ws(span) or wanted == strip_markers(span)[0]
+
+
+def _span_mismatch(claim: ClaimRecord, text: str) -> str:
+    """Both strings, and where the text does occur when it is near: an off-by-one export is
+    the usual cause, and saying so saves the lead a search."""
+    span = text[claim.start : claim.end]
+    message = (
+        f"'text' {_short(claim.text, 80, keep_ws=True)} differs from the answer's characters "
+        f"[{claim.start}, {claim.end}), which are {_short(span, 80, keep_ws=True)}"
+    )
+    found = text.find(claim.text, max(0, claim.start - 64))
+    if found != -1 and abs(found - claim.start) <= 64:
+        message += (
+            f"; the text occurs at [{found}, {found + len(claim.text)}) "
+            "(offsets count Unicode code points, as Python indexes a str)"
+        )
+    return message
 
 
 def _parse_judgment(line: _Line, bundle: Bundle) -> None:
@@ -701,6 +795,6 @@ def _check_references(
             errors.append(BundleError(judgment.line, f"unknown passage_id '{judgment.passage_id}'"))
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = normalize_ws(text)
+def _short(text: str, limit: int = 60, *, keep_ws: bool = False) -> str:
+    text = text if keep_ws else normalize_ws(text)
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")

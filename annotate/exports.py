@@ -31,7 +31,12 @@ CHUNK = 500
 
 def bundle_rows(project: Project) -> Iterator[dict[str, Any]]:
     """The project's data as bundle objects; `import_bundle` of these reproduces the project."""
-    yield {"type": "bundle", "corpus_version": project.corpus_version, "name": project.name}
+    yield {
+        "type": "bundle",
+        "corpus_version": project.corpus_version,
+        "name": project.name,
+        "label_schema": project.schema.as_dict(),
+    }
     for v in project.variants.order_by("name").iterator():
         yield {
             "type": "variant",
@@ -66,6 +71,7 @@ def bundle_rows(project: Project) -> Iterator[dict[str, Any]]:
             "split": c.split,
             "checked_documents": c.checked_documents,
             "tags": c.tags,
+            **({"reference": c.reference} if c.reference else {}),
         }
     answers = (
         project.answers.order_by("answer_id")

@@ -99,7 +99,7 @@ def open_project(request, project, role):
 @login_required
 def project_new(request):
     form = NewProjectForm(*_posted(request))
-    bundle_errors: list[str] = []
+    bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -111,7 +111,7 @@ def project_new(request):
                 reimport=False,
             )
         except BundleInvalid as exc:
-            bundle_errors = [str(error) for error in exc.errors]
+            bundle_errors = exc
         except ServiceError as exc:
             form.add_error("slug", str(exc))
         else:
@@ -128,7 +128,7 @@ def project_new(request):
 @project_view(Role.LEAD)
 def project_upload(request, project, role):
     form = UploadForm(*_posted(request))
-    bundle_errors: list[str] = []
+    bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         try:
             result = services.import_bundle(
@@ -137,7 +137,7 @@ def project_upload(request, project, role):
                 replace=form.cleaned_data["replace"],
             )
         except BundleInvalid as exc:
-            bundle_errors = [str(error) for error in exc.errors]
+            bundle_errors = exc
         else:
             messages.success(request, f"Imported {result.summary()}.")
             _note_proposed(request, result)

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from annotate.schema import LabelSchema, default_schema
+
 
 class Role(models.TextChoices):
     REVIEWER = "reviewer", "Reviewer"
@@ -39,6 +41,10 @@ class Project(models.Model):
     )
     guidelines = models.TextField(blank=True)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
+    label_schema = models.JSONField(
+        default=default_schema,
+        help_text="Which fields reviewers label (annotate.schema); locked once labelling opens.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     opened_at = models.DateTimeField(null=True, blank=True)
 
@@ -54,6 +60,10 @@ class Project(models.Model):
     @property
     def is_draft(self) -> bool:
         return self.state == self.State.DRAFT
+
+    @property
+    def schema(self) -> LabelSchema:
+        return LabelSchema.of(self.label_schema)
 
 
 class Membership(models.Model):
@@ -123,7 +133,8 @@ class Case(models.Model):
     question = models.TextField()
     answerable = models.BooleanField()
     adversarial = models.BooleanField()
-    required_facts = models.JSONField(default=list)
+    required_facts = models.JSONField(default=list, blank=True)
+    reference = models.TextField(blank=True, help_text="A reference answer (Ragas' name).")
     forbidden_claims = models.JSONField(default=list, blank=True)
     split = models.CharField(max_length=10, choices=Split, default=Split.DEV)
     checked_documents = models.JSONField(default=list, blank=True)
@@ -281,6 +292,8 @@ class Support(models.TextChoices):
     SUPPORTED = "supported", "supported"
     CONTRADICTED = "contradicted", "contradicted"
     INSUFFICIENT = "insufficient_evidence", "insufficient evidence"
+    # The binary scale's second value (a binary project's reviewers, or any judge).
+    UNSUPPORTED = "unsupported", "unsupported"
 
 
 class Severity(models.TextChoices):

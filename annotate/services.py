@@ -57,6 +57,7 @@ from annotate.models import (
     Support,
     Variant,
 )
+from annotate.schema import LabelSchema
 
 
 class ServiceError(Exception):
@@ -145,9 +146,13 @@ def import_bundle(
                 slug=project_slug,
                 name=name or bundle.name or project_slug,
                 corpus_version=bundle.corpus_version,
+                label_schema=(bundle.label_schema or LabelSchema()).as_dict(),
             )
         else:
             project = Project.objects.select_for_update().get(pk=project.pk)
+            if bundle.label_schema is not None and bundle.label_schema != project.schema:
+                project.label_schema = bundle.label_schema.as_dict()
+                project.save(update_fields=["label_schema"])
         result = ImportResult(project=project, created_project=created_project)
         _write(project, bundle, existing, plan, result, progress)
     bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
@@ -166,6 +171,20 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
     plan = _Plan()
     errors: list[BundleError] = []
     has_labels = bool(labelled)
+    if (
+        project is not None
+        and bundle.label_schema is not None
+        and bundle.label_schema != project.schema
+        and not project.is_draft
+    ):
+        errors.append(
+            BundleError(
+                1,
+                f"label_schema differs from the project's ({project.schema.describe()}); "
+                "the schema is locked once labelling opens: drop it from the header or "
+                "make it match",
+            )
+        )
     groups = {
         "variant": bundle.variants.values(),
         "passage": bundle.passages.values(),
@@ -324,6 +343,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
             "split",
             "checked_documents",
             "tags",
+            "reference",
             "content_hash",
         ],
         (
@@ -339,6 +359,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
                 c.split,
                 c.checked_documents,
                 c.tags,
+                c.reference,
                 content_hash(c.row()),
             )
             for c, pk in zip(plan.new["case"], ids, strict=True)
@@ -354,6 +375,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
             split=c.split,
             checked_documents=c.checked_documents,
             tags=c.tags,
+            reference=c.reference,
             content_hash=content_hash(c.row()),
         )
     Evidence.objects.filter(case_id__in=[case_pk[c.case_id] for c in plan.changed["case"]]).delete()

@@ -82,7 +82,7 @@ def _confusion_rows(block: dict) -> list[tuple[str, list[int]]]:
     return list(zip(block["labels"], block["matrix"], strict=True))
 
 
-def _runs_context(project, role, *, form=None, bundle_errors=()) -> dict:
+def _runs_context(project, role, *, form=None, bundle_errors=None) -> dict:
     runs = list(
         JudgeRun.objects.filter(project=project).with_counts().select_related("imported_by")
     )
@@ -95,7 +95,7 @@ def _runs_context(project, role, *, form=None, bundle_errors=()) -> dict:
         "runs": runs,
         "form": form or JudgeRunUploadForm(),
         "compare_form": CompareForm(runs=JudgeRun.objects.filter(project=project)),
-        "bundle_errors": list(bundle_errors),
+        "bundle_errors": bundle_errors,
     }
 
 
@@ -109,7 +109,7 @@ def judges(request, project, role):
 @project_view(Role.LEAD)
 def judge_upload(request, project, role):
     form = JudgeRunUploadForm(request.POST, request.FILES)
-    bundle_errors: list[str] = []
+    bundle_errors: BundleInvalid | None = None
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
@@ -121,7 +121,7 @@ def judge_upload(request, project, role):
                 source_name=upload.name,
             )
         except BundleInvalid as exc:
-            bundle_errors = [str(error) for error in exc.errors]
+            bundle_errors = exc
         else:
             messages.success(
                 request, f"Imported judge run '{result.run.name}': {result.summary()}."

@@ -158,8 +158,10 @@ def refused(exc: ServiceError, code: int = status.HTTP_409_CONFLICT) -> Response
 
 
 def line_errors(exc: BundleInvalid) -> Response:
+    """Every error by line (for scripts), and the same grouped by message (for people)."""
     return Response(
-        {"errors": [str(error) for error in exc.errors]}, status=status.HTTP_400_BAD_REQUEST
+        {"errors": [str(error) for error in exc.errors], "summary": exc.grouped()},
+        status=status.HTTP_400_BAD_REQUEST,
     )
 
 

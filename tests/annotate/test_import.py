@@ -89,7 +89,6 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
             17,
             "duplicate passage_id 'notes-17' (first on line 3)",
         ),
-        ({6: {"evidence": []}}, 6, "an answerable case needs at least one 'evidence' entry"),
         (
             {6: {"evidence": [{"passage_id": "notes-17", "quote": "no penalty at all"}]}},
             6,
@@ -100,7 +99,33 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
             6,
             "evidence[0]: unknown passage_id 'nope'",
         ),
-        ({6: {"required_facts": []}}, 6, "'required_facts' needs at least 1 item(s)"),
+        ({6: {"required_facts": "none"}}, 6, "'required_facts' must be a list of strings"),
+        (
+            {
+                9: {
+                    "claims": [
+                        {"text": "ssignment 2 is due on 14 March.", "start": 0, "end": 32},
+                    ]
+                }
+            },
+            9,
+            "claims[0]: 'text' 'ssignment 2 is due on 14 March.' differs from the answer's "
+            "characters [0, 32), which are 'Assignment 2 is due on 14 March.'; the text occurs "
+            "at [1, 32) (offsets count Unicode code points, as Python indexes a str)",
+        ),
+        (
+            {9: {"model": "acme/gen-small@2026-09-01"}},
+            9,
+            "unknown field 'model' in answer: 'model' belongs on a variant line, e.g. "
+            '\'{"type": "variant", "name": "baseline", "model": "acme/gen-small@2026-09-01"}\' '
+            "(allowed: abstained, answer_id, case_id, claims, elapsed_ms, request_cost, "
+            "retrieved, sample, text, variant)",
+        ),
+        (
+            {1: {"label_schema": {"support": "five_way"}}},
+            1,
+            "label_schema 'support' must be one of three_way, binary, got 'five_way'",
+        ),
         ({6: {"answerable": "yes"}}, 6, "'answerable' must be true or false, got a string"),
         ({6: {"split": "test"}}, 6, "'split' must be one of dev, heldout, got 'test'"),
         (
@@ -157,13 +182,13 @@ def test_unresolvable_citation_is_kept_and_marked_unresolved():
             {
                 9: {
                     "claims": [
-                        {"text": "x", "start": 0, "end": 20},
-                        {"text": "y", "start": 10, "end": 30},
+                        {"text": "Assignment 2 is due", "start": 0, "end": 19},
+                        {"text": "is due on 14 March.", "start": 13, "end": 32},
                     ]
                 }
             },
             9,
-            "claims[1]: span [10, 30) overlaps or precedes the previous claim (which ends at 20); "
+            "claims[1]: span [13, 32) overlaps or precedes the previous claim (which ends at 19); "
             "claims must be in order and not overlap",
         ),
         ({9: {"sample": -1}}, 9, "'sample' must be ≥ 0, got -1"),
@@ -338,3 +363,98 @@ def test_command_round_trip_through_files(tmp_path):
     call_command("export_bundle", "--project", "t", "--output", str(exported))
     call_command("import_bundle", str(exported), "--project", "copy", stdout=io.StringIO())
     assert Project.objects.get(slug="copy").answers.count() == 4
+
+
+BINARY_SCHEMA = {"support": "binary", "claim_fields": [], "answer_fields": []}
+
+
+@pytest.mark.django_db
+def test_label_schema_comes_from_the_header_and_round_trips():
+    project = import_bundle(
+        lines=lines_of(edit={1: {"label_schema": BINARY_SCHEMA}}), project_slug="t"
+    ).project
+    assert project.schema.binary and project.label_schema == BINARY_SCHEMA
+    header = _export(project)[0]
+    assert header["label_schema"] == BINARY_SCHEMA
+    # a bundle without a schema gets the default: everything on
+    default = import_bundle(lines=SMALL, project_slug="d").project
+    assert default.label_schema == {
+        "support": "three_way",
+        "claim_fields": ["severity", "requires_evidence", "evidence", "citations"],
+        "answer_fields": ["relevance", "abstention", "failure_labels"],
+    }
+
+
+@pytest.mark.django_db
+def test_label_schema_may_change_in_draft_and_is_locked_once_labelling_opens():
+    from annotate.services import open_labelling
+
+    project = import_bundle(lines=SMALL, project_slug="t").project
+    binary = lines_of(edit={1: {"label_schema": BINARY_SCHEMA}})
+    assert import_bundle(lines=binary, project_slug="t").project.schema.binary
+    project.refresh_from_db()
+    open_labelling(project=project)
+    three_way = lines_of(edit={1: {"label_schema": {"support": "three_way"}}})
+    errors = errors_for(three_way)
+    assert len(errors) == 1 and errors[0].startswith("line 1: label_schema differs")
+    assert "locked once labelling opens" in errors[0]
+    project.refresh_from_db()
+    assert project.label_schema == BINARY_SCHEMA
+    # the same schema again is no change, so it imports
+    import_bundle(lines=binary, project_slug="t")
+
+
+@pytest.mark.django_db
+def test_unknown_label_schema_fields_are_named_with_the_allowed_ones():
+    schema = {"support": "binary", "claim_fields": ["severity", "mood"], "colour": 1}
+    assert errors_for(lines_of(edit={1: {"label_schema": schema}})) == [
+        "line 1: unknown key 'colour' in label_schema "
+        "(allowed: support, claim_fields, answer_fields)",
+        "line 1: label_schema 'claim_fields' has unknown field(s) 'mood' "
+        "(allowed: severity, requires_evidence, evidence, citations)",
+    ]
+    assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_cases_from_other_tools_need_no_facts_or_evidence_and_keep_their_reference():
+    plain = {
+        "type": "case",
+        "case_id": "plain",
+        "question": "Summarise the article.",
+        "answerable": True,
+        "adversarial": False,
+        "reference": "A reference summary.",
+    }
+    project = import_bundle(lines=[*SMALL, json.dumps(plain)], project_slug="t").project
+    case = project.cases.get(case_id="plain")
+    assert (case.required_facts, case.reference, case.evidence.count()) == (
+        [],
+        "A reference summary.",
+        0,
+    )
+    exported = next(r for r in _export(project) if r.get("case_id") == "plain")
+    assert exported["reference"] == "A reference summary." and exported["evidence"] == []
+    # cases without a reference export no key, so bundles from before `reference` keep
+    # their content hash and re-import as unchanged
+    assert "reference" not in next(r for r in _export(project) if r.get("case_id") == "a2-deadline")
+    again = import_bundle(lines=[*SMALL, json.dumps(plain)], project_slug="t")
+    assert again.counts["case"]["unchanged"] == 4
+
+
+@pytest.mark.django_db
+def test_identical_messages_on_many_lines_are_grouped_for_people():
+    extra = [{"type": "variant", "name": f"v{i}", "mood": "calm"} for i in range(6)]
+    with pytest.raises(BundleInvalid) as caught:
+        import_bundle(lines=lines_of(extra=extra), project_slug="t")
+    assert len(caught.value.errors) == 6
+    assert caught.value.grouped() == [
+        "lines 17, 18, 19 and 3 more: unknown field 'mood' in variant "
+        "(allowed: description, model, name, settings)"
+    ]
+    with pytest.raises(BundleInvalid) as caught:
+        import_bundle(lines=lines_of(extra=extra[:2]), project_slug="t")
+    assert caught.value.grouped() == [
+        "lines 17 and 18: unknown field 'mood' in variant "
+        "(allowed: description, model, name, settings)"
+    ]

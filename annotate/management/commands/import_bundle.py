@@ -38,8 +38,8 @@ class Command(BaseCommand):
                     progress=progress,
                 )
             except BundleInvalid as exc:
-                for error in exc.errors:
-                    self.stderr.write(str(error))
+                for error in exc.grouped():
+                    self.stderr.write(error)
                 raise CommandError(
                     f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
                 ) from exc

@@ -22,8 +22,8 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
         except BundleInvalid as exc:
-            for error in exc.errors:
-                self.stderr.write(str(error))
+            for error in exc.grouped():
+                self.stderr.write(error)
             raise CommandError(
                 f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
             ) from exc

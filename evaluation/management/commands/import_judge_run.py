@@ -33,8 +33,8 @@ class Command(BaseCommand):
                     source_name="" if path == "-" else Path(path).name,
                 )
             except BundleInvalid as exc:
-                for error in exc.errors:
-                    self.stderr.write(str(error))
+                for error in exc.grouped():
+                    self.stderr.write(error)
                 raise CommandError(
                     f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
                 ) from exc
