@@ -1,0 +1,93 @@
+"""Writes. Every function here is a verb with keyword-only arguments, atomic, and the one place
+its rule is enforced: the pages, the API and the management commands all call these.
+
+One module per capability:
+- imports: bundles into projects (import_bundle, import_new_project)
+- opening: locking claims and numbering tasks (open_labelling, spread_order)
+- members: roles in a project (add_member, add_project_member, change_member_role, remove_member)
+- projects: a project's settings (update_guidelines)
+- queue: the next task, skipping (next_task, release_task, release_abandoned)
+- labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
+- label_import: labels made elsewhere (import_labels)
+- adjudication: a lead's gold decisions (start_adjudication, adjudicate)
+"""
+
+from annotate.services.adjudication import (
+    Conflict,
+    DecisionInput,
+    adjudicate,
+    start_adjudication,
+)
+from annotate.services.base import ServiceError
+from annotate.services.imports import (
+    SLUG_TAKEN,
+    ImportResult,
+    import_bundle,
+    import_new_project,
+)
+from annotate.services.label_import import LabelImportResult, import_labels
+from annotate.services.labelling import (
+    IDLE_CAP_SECONDS,
+    LabelErrors,
+    adjudication_started,
+    check_answer_label,
+    check_claim_label,
+    default_citation_verdicts,
+    label_snapshot,
+    reopen_task,
+    save_answer_label,
+    save_claim_label,
+    screen_errors,
+    shown_passages,
+    submit_labels,
+    validate_submission,
+)
+from annotate.services.members import (
+    MemberError,
+    add_member,
+    add_project_member,
+    change_member_role,
+    remove_member,
+)
+from annotate.services.opening import open_labelling, spread_order
+from annotate.services.projects import update_guidelines
+from annotate.services.queue import next_task, release_abandoned, release_task
+
+__all__ = [
+    "IDLE_CAP_SECONDS",
+    "SLUG_TAKEN",
+    "Conflict",
+    "DecisionInput",
+    "ImportResult",
+    "LabelErrors",
+    "LabelImportResult",
+    "MemberError",
+    "ServiceError",
+    "add_member",
+    "add_project_member",
+    "adjudicate",
+    "adjudication_started",
+    "change_member_role",
+    "check_answer_label",
+    "check_claim_label",
+    "default_citation_verdicts",
+    "import_bundle",
+    "import_labels",
+    "import_new_project",
+    "label_snapshot",
+    "next_task",
+    "open_labelling",
+    "release_abandoned",
+    "release_task",
+    "remove_member",
+    "reopen_task",
+    "save_answer_label",
+    "save_claim_label",
+    "screen_errors",
+    "shown_passages",
+    "spread_order",
+    "start_adjudication",
+    "submit_labels",
+    "update_guidelines",
+    "validate_submission",
+]

@@ -1,0 +1,100 @@
+"""A lead's decisions on the items two reviewers disagree on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from annotate.models import (
+    FAILURE_LABELS,
+    RELEVANCE_RUBRIC,
+    Abstention,
+    AdjudicationLock,
+    Answer,
+    CitationVerdict,
+    Claim,
+    Decision,
+    Severity,
+    Support,
+)
+from annotate.services.base import ServiceError
+
+# --- Adjudication ------------------------------------------------------------------------------
+
+
+class Conflict(ServiceError):
+    """Another lead saved the same item first; nothing of this save was written."""
+
+
+@dataclass(frozen=True)
+class DecisionInput:
+    claim: Claim | None  # None: a field of the answer as a whole
+    field: str
+    value: object
+
+
+def _check_decision_value(field_name: str, value) -> str | None:
+    """The reason a gold value is not acceptable for its field, or None."""
+    checks = {
+        "support": lambda v: v in Support.values,
+        "severity": lambda v: v in Severity.values,
+        "requires_evidence": lambda v: isinstance(v, bool),
+        "relevance": lambda v: v in RELEVANCE_RUBRIC,
+        "abstention": lambda v: v in Abstention.values,
+        "failure_labels": lambda v: isinstance(v, list) and set(v) <= set(FAILURE_LABELS),
+        "citations": lambda v: (
+            isinstance(v, dict) and all(x in CitationVerdict.values for x in v.values())
+        ),
+        "evidence": lambda v: isinstance(v, dict) and isinstance(v.get("evidence_ids"), list),
+    }
+    check = checks.get(field_name)
+    if check is None:
+        return f"'{field_name}' is not a label field."
+    return None if check(value) else f"{value!r} is not a valid {field_name}."
+
+
+@transaction.atomic
+def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock:
+    """Opening an item for adjudication freezes the reviewers' labels (no more reopening)."""
+    lock, _ = AdjudicationLock.objects.get_or_create(answer=answer, defaults={"started_by": lead})
+    return lock
+
+
+@transaction.atomic
+def adjudicate(
+    *, answer: Answer, lead, version: int, decisions: list[DecisionInput], rationale: str
+) -> AdjudicationLock:
+    """Record a lead's gold values for some fields of one answer and its claims.
+
+    `version` is the lock version the lead's screen was rendered with; if another lead saved
+    in between, Conflict is raised and nothing is written, so the second lead can compare and
+    save again instead of silently overwriting the first."""
+    lock, _ = AdjudicationLock.objects.get_or_create(answer=answer, defaults={"started_by": lead})
+    lock = AdjudicationLock.objects.select_for_update().get(pk=lock.pk)
+    if lock.version != version:
+        raise Conflict(
+            "Another lead saved this item while you were reading it. Their decision is shown "
+            "now; your choices are kept below — review them and save again."
+        )
+    problems = [reason for d in decisions if (reason := _check_decision_value(d.field, d.value))]
+    if any(d.claim is not None and d.claim.answer_id != answer.pk for d in decisions):
+        problems.append("A decision names a claim of another answer.")
+    if problems:
+        raise ServiceError(" ".join(problems))
+    if decisions and not rationale.strip():
+        raise ServiceError("Write a rationale: it is exported with the gold label.")
+    Decision.objects.bulk_create(
+        Decision(
+            answer=answer,
+            claim=d.claim,
+            field=d.field,
+            value=d.value,
+            rationale=rationale.strip(),
+            decided_by=lead,
+        )
+        for d in decisions
+    )
+    lock.version += 1
+    lock.save(update_fields=["version"])
+    return lock

@@ -1,0 +1,528 @@
+"""Importing bundles: parse, plan (new / changed / unchanged, or refuse), write in bulk."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from annotate import bulk
+from annotate.bundles import (
+    AnswerRecord,
+    Bundle,
+    BundleError,
+    BundleInvalid,
+    ClaimRecord,
+    content_hash,
+    parse_bundle,
+)
+from annotate.claims import propose_claims
+from annotate.models import (
+    Answer,
+    Assignment,
+    Case,
+    Citation,
+    Claim,
+    Evidence,
+    Judgment,
+    Passage,
+    Project,
+    RetrievedPassage,
+    Role,
+    Variant,
+)
+from annotate.schema import LabelSchema
+from annotate.services.base import ServiceError
+from annotate.services.members import add_member
+from annotate.services.opening import _next_task_numbers
+
+
+@dataclass
+class ImportResult:
+    project: Project
+    created_project: bool
+    counts: dict[str, Counter] = field(default_factory=dict)
+    proposed_claims: int = 0
+
+    def summary(self) -> str:
+        parts = []
+        for kind in ("variant", "passage", "case", "answer", "claim", "judgment"):
+            counter = self.counts.get(kind, Counter())
+            detail = ", ".join(f"{n} {state}" for state, n in sorted(counter.items()) if n)
+            parts.append(f"{kind}s: {detail or 'none'}")
+        return "; ".join(parts)
+
+
+def _existing(project: Project | None) -> dict[str, dict]:
+    """Id -> (pk, content_hash) for what the project already holds."""
+    if project is None:
+        return {k: {} for k in ("passage", "variant", "case", "answer", "judgment")}
+    return {
+        "passage": {
+            pid: (pk, h, text)
+            for pk, pid, h, text in project.passages.values_list(
+                "pk", "passage_id", "content_hash", "text"
+            )
+        },
+        "variant": {
+            n: (pk, h) for pk, n, h in project.variants.values_list("pk", "name", "content_hash")
+        },
+        "case": {
+            c: (pk, h) for pk, c, h in project.cases.values_list("pk", "case_id", "content_hash")
+        },
+        "answer": {
+            a: (pk, h)
+            for pk, a, h in project.answers.values_list("pk", "answer_id", "content_hash")
+        },
+        "judgment": {
+            (c, p): (pk, g)
+            for pk, c, p, g in Judgment.objects.filter(case__project=project).values_list(
+                "pk", "case__case_id", "passage__passage_id", "grade"
+            )
+        },
+    }
+
+
+def _labelled_answer_pks(project: Project | None) -> set[int]:
+    if project is None:
+        return set()
+    return set(
+        Assignment.objects.filter(answer__project=project).values_list("answer_id", flat=True)
+    )
+
+
+def import_bundle(
+    *,
+    lines: Iterable[bytes | str],
+    project_slug: str,
+    name: str | None = None,
+    replace: bool = False,
+    progress: Callable[[str, int], None] | None = None,
+) -> ImportResult:
+    """Import a bundle into a project, creating the project if needed. All or nothing:
+    raises BundleInvalid with every problem found and writes nothing."""
+    project = Project.objects.filter(slug=project_slug).first()
+    existing = _existing(project)
+    bundle = parse_bundle(
+        lines,
+        corpus_version=project.corpus_version if project else None,
+        known_passages={pid: v[2] for pid, v in existing["passage"].items()},
+        known_cases=existing["case"].keys(),
+        progress=(lambda n: progress("parsed", n)) if progress else None,
+    )
+    labelled = _labelled_answer_pks(project)
+    plan = _plan(bundle, existing, project, replace=replace, labelled=labelled)
+    with transaction.atomic():
+        created_project = project is None
+        if project is None:
+            project = Project.objects.create(
+                slug=project_slug,
+                name=name or bundle.name or project_slug,
+                corpus_version=bundle.corpus_version,
+                label_schema=(bundle.label_schema or LabelSchema()).as_dict(),
+            )
+        else:
+            project = Project.objects.select_for_update().get(pk=project.pk)
+            if bundle.label_schema is not None and bundle.label_schema != project.schema:
+                project.label_schema = bundle.label_schema.as_dict()
+                project.save(update_fields=["label_schema"])
+        result = ImportResult(project=project, created_project=created_project)
+        _write(project, bundle, existing, plan, result, progress)
+    bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
+    return result
+
+
+@dataclass
+class _Plan:
+    new: dict[str, list] = field(default_factory=dict)
+    changed: dict[str, list] = field(default_factory=dict)
+    unchanged: Counter = field(default_factory=Counter)
+
+
+def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int]) -> _Plan:
+    """Sort every record into new / changed / unchanged, or refuse the import."""
+    plan = _Plan()
+    errors: list[BundleError] = []
+    has_labels = bool(labelled)
+    if (
+        project is not None
+        and bundle.label_schema is not None
+        and bundle.label_schema != project.schema
+        and not project.is_draft
+    ):
+        errors.append(
+            BundleError(
+                1,
+                f"label_schema differs from the project's ({project.schema.describe()}); "
+                "the schema is locked once labelling opens: drop it from the header or "
+                "make it match",
+            )
+        )
+    groups = {
+        "variant": bundle.variants.values(),
+        "passage": bundle.passages.values(),
+        "case": bundle.cases.values(),
+        "answer": bundle.answers.values(),
+    }
+    for kind, records in groups.items():
+        plan.new[kind], plan.changed[kind] = [], []
+        for record in records:
+            key = record.name if kind == "variant" else getattr(record, f"{kind}_id")
+            known = existing[kind].get(key)
+            if known is None:
+                plan.new[kind].append(record)
+            elif known[1] == content_hash(record.row()):
+                plan.unchanged[kind] += 1
+            elif not replace:
+                errors.append(
+                    BundleError(
+                        record.line,
+                        f"{kind} '{key}' already exists in this project with different "
+                        "content; import with replace to overwrite unlabelled items",
+                    )
+                )
+            elif (kind == "answer" and known[0] in labelled) or (kind != "answer" and has_labels):
+                errors.append(
+                    BundleError(
+                        record.line,
+                        f"{kind} '{key}' has changed but labelling has used it; "
+                        "labelled items are never replaced",
+                    )
+                )
+            else:
+                plan.changed[kind].append(record)
+    plan.new["judgment"], plan.changed["judgment"] = [], []
+    for key, record in bundle.judgments.items():
+        known = existing["judgment"].get(key)
+        if known is None:
+            plan.new["judgment"].append(record)
+        elif known[1] == record.grade:
+            plan.unchanged["judgment"] += 1
+        elif replace and not has_labels:
+            plan.changed["judgment"].append(record)
+        else:
+            errors.append(
+                BundleError(
+                    record.line,
+                    f"judgment for case '{key[0]}' and passage '{key[1]}' already exists with "
+                    f"grade {known[1]}; import with replace to overwrite it",
+                )
+            )
+    if project is not None and project.state != Project.State.DRAFT:
+        for record in plan.new["answer"] + plan.changed["answer"]:
+            if record.claims is None:
+                errors.append(
+                    BundleError(
+                        record.line,
+                        "labelling is open, so claims can no longer be proposed and reviewed: "
+                        "give this answer its 'claims'",
+                    )
+                )
+    if errors:
+        raise BundleInvalid(errors)
+    return plan
+
+
+def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult, progress):
+    def report(step: str, n: int) -> None:
+        if progress:
+            progress(step, n)
+
+    counts = result.counts
+    for kind in ("variant", "passage", "case", "answer", "judgment"):
+        counts[kind] = Counter(unchanged=plan.unchanged[kind])
+    counts["claim"] = Counter()
+
+    # Replaced answers are deleted and re-inserted; other kinds are updated in place.
+    stale = [existing["answer"][a.answer_id][0] for a in plan.changed["answer"]]
+    if stale:
+        Answer.objects.filter(pk__in=stale).delete()
+        plan.new["answer"].extend(plan.changed["answer"])
+        counts["answer"]["replaced"] = len(stale)
+
+    variant_pk = {name: v[0] for name, v in existing["variant"].items()}
+    passage_pk = {pid: v[0] for pid, v in existing["passage"].items()}
+    case_pk = {cid: v[0] for cid, v in existing["case"].items()}
+
+    # Variants named only by answers are created bare.
+    bare = {a.variant for a in plan.new["answer"]} - variant_pk.keys() - bundle.variants.keys()
+    from annotate.bundles import VariantRecord
+
+    new_variants = plan.new["variant"] + [VariantRecord(line=0, name=n) for n in sorted(bare)]
+    ids = bulk.allocate_ids(Variant, len(new_variants))
+    variant_pk.update({v.name: pk for v, pk in zip(new_variants, ids, strict=True)})
+    bulk.insert_rows(
+        Variant,
+        ["id", "project_id", "name", "description", "model", "settings", "content_hash"],
+        (
+            (pk, project.pk, v.name, v.description, v.model, v.settings, content_hash(v.row()))
+            for v, pk in zip(new_variants, ids, strict=True)
+        ),
+    )
+    counts["variant"]["created"] = len(new_variants)
+    for v in plan.changed["variant"]:
+        Variant.objects.filter(pk=variant_pk[v.name]).update(
+            description=v.description,
+            model=v.model,
+            settings=v.settings,
+            content_hash=content_hash(v.row()),
+        )
+    counts["variant"]["replaced"] = len(plan.changed["variant"])
+
+    ids = bulk.allocate_ids(Passage, len(plan.new["passage"]))
+    passage_pk.update({p.passage_id: pk for p, pk in zip(plan.new["passage"], ids, strict=True)})
+    bulk.insert_rows(
+        Passage,
+        ["id", "project_id", "passage_id", "text", "document", "location", "title", "content_hash"],
+        (
+            (
+                pk,
+                project.pk,
+                p.passage_id,
+                p.text,
+                p.document,
+                p.location,
+                p.title,
+                content_hash(p.row()),
+            )
+            for p, pk in zip(plan.new["passage"], ids, strict=True)
+        ),
+    )
+    counts["passage"]["created"] = len(plan.new["passage"])
+    for p in plan.changed["passage"]:
+        Passage.objects.filter(pk=passage_pk[p.passage_id]).update(
+            text=p.text,
+            document=p.document,
+            location=p.location,
+            title=p.title,
+            content_hash=content_hash(p.row()),
+        )
+    counts["passage"]["replaced"] = len(plan.changed["passage"])
+    report("passages", len(plan.new["passage"]))
+
+    ids = bulk.allocate_ids(Case, len(plan.new["case"]))
+    case_pk.update({c.case_id: pk for c, pk in zip(plan.new["case"], ids, strict=True)})
+    bulk.insert_rows(
+        Case,
+        [
+            "id",
+            "project_id",
+            "case_id",
+            "question",
+            "answerable",
+            "adversarial",
+            "required_facts",
+            "forbidden_claims",
+            "split",
+            "checked_documents",
+            "tags",
+            "reference",
+            "content_hash",
+        ],
+        (
+            (
+                pk,
+                project.pk,
+                c.case_id,
+                c.question,
+                c.answerable,
+                c.adversarial,
+                c.required_facts,
+                c.forbidden_claims,
+                c.split,
+                c.checked_documents,
+                c.tags,
+                c.reference,
+                content_hash(c.row()),
+            )
+            for c, pk in zip(plan.new["case"], ids, strict=True)
+        ),
+    )
+    for c in plan.changed["case"]:
+        Case.objects.filter(pk=case_pk[c.case_id]).update(
+            question=c.question,
+            answerable=c.answerable,
+            adversarial=c.adversarial,
+            required_facts=c.required_facts,
+            forbidden_claims=c.forbidden_claims,
+            split=c.split,
+            checked_documents=c.checked_documents,
+            tags=c.tags,
+            reference=c.reference,
+            content_hash=content_hash(c.row()),
+        )
+    Evidence.objects.filter(case_id__in=[case_pk[c.case_id] for c in plan.changed["case"]]).delete()
+    evidence = [
+        (case_pk[c.case_id], i, e)
+        for c in plan.new["case"] + plan.changed["case"]
+        for i, e in enumerate(c.evidence)
+    ]
+    ids = bulk.allocate_ids(Evidence, len(evidence))
+    bulk.insert_rows(
+        Evidence,
+        ["id", "case_id", "passage_id", "ordinal", "quote", "location"],
+        (
+            (pk, case, passage_pk[e.passage_id], i, e.quote, e.location)
+            for (case, i, e), pk in zip(evidence, ids, strict=True)
+        ),
+    )
+    counts["case"]["created"] = len(plan.new["case"])
+    counts["case"]["replaced"] = len(plan.changed["case"])
+    report("cases", len(plan.new["case"]))
+
+    _write_answers(project, plan.new["answer"], variant_pk, passage_pk, case_pk, result, report)
+    counts["answer"]["created"] = len(plan.new["answer"]) - counts["answer"]["replaced"]
+
+    judgments = plan.new["judgment"]
+    ids = bulk.allocate_ids(Judgment, len(judgments))
+    bulk.insert_rows(
+        Judgment,
+        ["id", "case_id", "passage_id", "grade"],
+        (
+            (pk, case_pk[j.case_id], passage_pk[j.passage_id], j.grade)
+            for j, pk in zip(judgments, ids, strict=True)
+        ),
+    )
+    for j in plan.changed["judgment"]:
+        Judgment.objects.filter(pk=existing["judgment"][(j.case_id, j.passage_id)][0]).update(
+            grade=j.grade
+        )
+    counts["judgment"]["created"] = len(judgments)
+    counts["judgment"]["replaced"] = len(plan.changed["judgment"])
+
+
+def _write_answers(
+    project,
+    answers: list[AnswerRecord],
+    variant_pk,
+    passage_pk,
+    case_pk,
+    result: ImportResult,
+    report,
+) -> None:
+    ids = bulk.allocate_ids(Answer, len(answers))
+    task_numbers: list[int | None] = [None] * len(answers)
+    if project.state != Project.State.DRAFT:
+        task_numbers = _next_task_numbers(project, len(answers))
+    bulk.insert_rows(
+        Answer,
+        [
+            "id",
+            "project_id",
+            "case_id",
+            "variant_id",
+            "answer_id",
+            "sample",
+            "text",
+            "abstained",
+            "elapsed_ms",
+            "request_cost",
+            "task_number",
+            "content_hash",
+        ],
+        (
+            (
+                pk,
+                project.pk,
+                case_pk[a.case_id],
+                variant_pk[a.variant],
+                a.answer_id,
+                a.sample,
+                a.text,
+                a.abstained,
+                a.elapsed_ms,
+                a.request_cost,
+                number,
+                content_hash(a.row()),
+            )
+            for a, pk, number in zip(answers, ids, task_numbers, strict=True)
+        ),
+    )
+    report("answers", len(answers))
+
+    retrieved = [(pk, r) for a, pk in zip(answers, ids, strict=True) for r in a.retrieved]
+    retrieved_ids = bulk.allocate_ids(RetrievedPassage, len(retrieved))
+    bulk.insert_rows(
+        RetrievedPassage,
+        ["id", "answer_id", "passage_id", "rank", "score", "in_prompt"],
+        (
+            (rid, answer, passage_pk[r.passage_id], r.rank, r.score, r.in_prompt)
+            for (answer, r), rid in zip(retrieved, retrieved_ids, strict=True)
+        ),
+    )
+    report("retrieved passages", len(retrieved))
+
+    claims: list[tuple[int, int, ClaimRecord, bool]] = []
+    for answer, pk in zip(answers, ids, strict=True):
+        if answer.claims is None:
+            proposed = [
+                ClaimRecord(text=c.text, start=c.start, end=c.end, citations=tuple(c.citations))
+                for c in propose_claims(answer.text)
+            ]
+            result.proposed_claims += len(proposed)
+            claims.extend((pk, i, c, True) for i, c in enumerate(proposed))
+        else:
+            claims.extend((pk, i, c, False) for i, c in enumerate(answer.claims))
+    claim_ids = bulk.allocate_ids(Claim, len(claims))
+    bulk.insert_rows(
+        Claim,
+        ["id", "answer_id", "ordinal", "text", "start", "end", "proposed"],
+        (
+            (cid, answer, i, c.text, c.start, c.end, proposed)
+            for (answer, i, c, proposed), cid in zip(claims, claim_ids, strict=True)
+        ),
+    )
+    result.counts["claim"]["created"] = len(claims)
+    report("claims", len(claims))
+
+    citations = [
+        (cid, i, cited)
+        for (_, _, c, _), cid in zip(claims, claim_ids, strict=True)
+        for i, cited in enumerate(c.citations)
+    ]
+    citation_ids = bulk.allocate_ids(Citation, len(citations))
+    bulk.insert_rows(
+        Citation,
+        ["id", "claim_id", "ordinal", "cited_id", "passage_id"],
+        (
+            (pk, claim, i, cited, passage_pk.get(cited))
+            for (claim, i, cited), pk in zip(citations, citation_ids, strict=True)
+        ),
+    )
+    report("citations", len(citations))
+
+
+# --- A new project from the browser -----------------------------------------------------------
+
+SLUG_TAKEN = "This slug is taken: choose another."
+
+
+@transaction.atomic
+def import_new_project(
+    *, lines: Iterable[bytes | str], slug: str, name: str | None, user, reimport: bool = True
+) -> ImportResult:
+    """Import a bundle as a new project whose lead is ``user``. A slug that exists is refused
+    unless ``user`` already leads that project and ``reimport`` allows an ordinary re-import
+    into it (pipelines do; the new-project page does not, where it would surprise). The
+    check and the import share one transaction: if someone else creates the slug in between,
+    nothing is written into their project."""
+    if Project.objects.filter(slug=slug).exists():
+        if not _leads(user, slug):
+            raise ServiceError(SLUG_TAKEN)
+        if not reimport:
+            raise ServiceError(
+                "You already lead a project with this slug: to add to it, use its Upload "
+                f"page (/p/{slug}/upload/), or choose another slug."
+            )
+    result = import_bundle(lines=lines, project_slug=slug, name=name)
+    if result.created_project:
+        add_member(project=result.project, username=user.get_username(), role=Role.LEAD)
+    elif not _leads(user, slug):
+        raise ServiceError(SLUG_TAKEN)  # raised inside the transaction: the import rolls back
+    return result
+
+
+def _leads(user, slug: str) -> bool:
+    return Project.objects.led_by(user).filter(slug=slug).exists()

@@ -1,0 +1,329 @@
+"""A reviewer's labels: drafts, validation, submission, reopening."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.bundles import (
+    quote_occurs,
+)
+from annotate.models import (
+    FAILURE_LABELS,
+    RELEVANCE_RUBRIC,
+    Abstention,
+    AdjudicationLock,
+    Answer,
+    Assignment,
+    Citation,
+    CitationVerdict,
+    Claim,
+    ClaimLabel,
+    LabelRevision,
+    Passage,
+    RetrievedPassage,
+    Severity,
+    Support,
+)
+from annotate.services.base import ServiceError
+
+# --- Labels ----------------------------------------------------------------------------------
+
+IDLE_CAP_SECONDS = 300  # a pause longer than this is not counted as time spent labelling
+
+
+@dataclass
+class LabelErrors:
+    """Field errors keyed like the form: 'claim.<index>.<field>' or 'answer.<field>'."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def add(self, key: str, message: str) -> None:
+        self.fields.setdefault(key, message)
+
+    def __bool__(self) -> bool:
+        return bool(self.fields)
+
+
+def _touch(assignment: Assignment, now) -> None:
+    gap = (now - assignment.touched_at).total_seconds()
+    assignment.seconds_spent += int(max(0, min(gap, IDLE_CAP_SECONDS)))
+    assignment.touched_at = now
+
+
+def _editable(assignment: Assignment) -> None:
+    if assignment.status != Assignment.Status.IN_PROGRESS:
+        raise ServiceError(
+            "This task is submitted: reopen it to change your labels."
+            if assignment.status == Assignment.Status.SUBMITTED
+            else "This task was released and can no longer be edited."
+        )
+
+
+def shown_passages(answer: Answer) -> dict[str, Passage]:
+    """The passages a reviewer sees for an answer: what the system retrieved, plus any passage
+    a claim cites that was not retrieved. Evidence must come from these."""
+    retrieved = RetrievedPassage.objects.filter(answer=answer).select_related("passage")
+    shown = {r.passage.passage_id: r.passage for r in retrieved.order_by("rank")}
+    cited = Citation.objects.filter(claim__answer=answer, passage__isnull=False)
+    for citation in cited.select_related("passage"):
+        shown.setdefault(citation.passage.passage_id, citation.passage)
+    return shown
+
+
+def check_claim_label(
+    label: ClaimLabel,
+    claim: Claim,
+    shown: dict[str, Passage],
+    *,
+    complete: bool,
+    errors: LabelErrors,
+) -> None:
+    """Validate one claim label. `complete` adds the checks a submission needs."""
+    key = f"claim.{claim.ordinal}"
+    if label.support and label.support not in Support.values:
+        errors.add(f"{key}.support", "Choose supported, contradicted or insufficient evidence.")
+    if label.severity and label.severity not in Severity.values:
+        errors.add(f"{key}.severity", "Choose none, minor, major or critical.")
+    if label.support == Support.SUPPORTED and label.severity not in ("", Severity.NONE):
+        errors.add(f"{key}.severity", "A supported claim has severity none.")
+    unknown = [pid for pid in label.evidence_ids if pid not in shown]
+    if unknown:
+        errors.add(f"{key}.evidence_ids", f"Not a passage of this task: {', '.join(unknown)}.")
+    if label.evidence_quote.strip():
+        chosen = [shown[pid] for pid in label.evidence_ids if pid in shown]
+        if not chosen:
+            errors.add(f"{key}.evidence_quote", "Choose the passage the quote comes from.")
+        elif not any(quote_occurs(label.evidence_quote, p.text) for p in chosen):
+            errors.add(
+                f"{key}.evidence_quote",
+                "This quote does not occur in "
+                + ("the chosen passage." if len(chosen) == 1 else "any of the chosen passages.")
+                + " Select the text in the passage to copy it exactly.",
+            )
+    cited = {c.cited_id: c for c in claim.citations.all()}
+    for cited_id, verdict in label.citations.items():
+        if cited_id not in cited:
+            errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
+        elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
+            errors.add(
+                f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
+            )
+        elif verdict not in CitationVerdict.values:
+            errors.add(f"{key}.citations", f"Unknown verdict for {cited_id}.")
+    if not complete:
+        return
+    if not label.support:
+        errors.add(f"{key}.support", "Choose a support label.")
+    if label.support and label.support != Support.SUPPORTED and not label.severity:
+        errors.add(f"{key}.severity", "Choose a severity.")
+    needs_evidence = label.requires_evidence and label.support in (
+        Support.SUPPORTED,
+        Support.CONTRADICTED,
+    )
+    if needs_evidence and not label.evidence_ids:
+        errors.add(f"{key}.evidence_ids", "Choose the passage that decides this label.")
+    if needs_evidence and not label.evidence_quote.strip():
+        errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
+    for cited_id, citation in cited.items():
+        if citation.passage is not None and not label.citations.get(cited_id):
+            errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
+
+
+def check_answer_label(assignment: Assignment, *, complete: bool, errors: LabelErrors) -> None:
+    if assignment.relevance is not None and assignment.relevance not in RELEVANCE_RUBRIC:
+        errors.add("answer.relevance", "Relevance is 0, 1 or 2.")
+    if assignment.abstention and assignment.abstention not in Abstention.values:
+        errors.add("answer.abstention", "Choose appropriate or unnecessary.")
+    unknown = [f for f in assignment.failure_labels if f not in FAILURE_LABELS]
+    if unknown:
+        errors.add("answer.failure_labels", f"Unknown failure label: {', '.join(unknown)}.")
+    if not complete:
+        return
+    if assignment.relevance is None:
+        errors.add("answer.relevance", "Rate the answer's relevance.")
+    if assignment.answer.abstained and not assignment.abstention:
+        errors.add("answer.abstention", "The answer declines: was that appropriate?")
+
+
+def _claim_label_for(assignment: Assignment, claim: Claim) -> ClaimLabel:
+    label, _ = ClaimLabel.objects.get_or_create(assignment=assignment, claim=claim)
+    return label
+
+
+def default_citation_verdicts(claim: Claim) -> dict[str, str]:
+    """Unresolvable citations are labelled citation_not_found automatically, and locked."""
+    return {
+        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage is None
+    }
+
+
+@transaction.atomic
+def save_claim_label(
+    *, assignment: Assignment, claim: Claim, data: dict, shown: dict[str, Passage] | None = None
+) -> tuple[ClaimLabel, LabelErrors]:
+    """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
+    lost) and reported; submission refuses until they are fixed. `shown` is the answer's
+    shown_passages() when the caller has already read them (the labelling screen has).
+
+    The label returned holds the assignment as locked and written (its save time)."""
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    if claim.answer_id != assignment.answer_id:
+        raise ServiceError("That claim is not part of this task.")
+    label = _claim_label_for(assignment, claim)
+    for name in ("support", "severity", "evidence_quote", "note"):
+        if name in data:
+            setattr(label, name, (data[name] or "").strip() if name != "note" else data[name] or "")
+    if "requires_evidence" in data:
+        label.requires_evidence = bool(data["requires_evidence"])
+    if "evidence_ids" in data:
+        label.evidence_ids = list(dict.fromkeys(data["evidence_ids"] or []))
+    if label.support == Support.SUPPORTED and not label.severity:
+        label.severity = Severity.NONE
+    citations = dict(label.citations)
+    citations.update(data.get("citations") or {})
+    citations.update(default_citation_verdicts(claim))
+    label.citations = {k: v for k, v in citations.items() if v}
+    label.save()
+    _touch(assignment, timezone.now())
+    assignment.save(update_fields=["seconds_spent", "touched_at"])
+    label.assignment = assignment  # not re-read by the caller
+    errors = LabelErrors()
+    if shown is None:
+        shown = shown_passages(assignment.answer)
+    check_claim_label(label, claim, shown, complete=False, errors=errors)
+    return label, errors
+
+
+@transaction.atomic
+def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    if "relevance" in data:
+        value = data["relevance"]
+        assignment.relevance = None if value in (None, "") else int(value)
+    if "abstention" in data:
+        assignment.abstention = data["abstention"] or ""
+    if "failure_labels" in data:
+        assignment.failure_labels = [
+            f for f in FAILURE_LABELS if f in (data["failure_labels"] or [])
+        ] + [f for f in (data["failure_labels"] or []) if f not in FAILURE_LABELS]
+    if "note" in data:
+        assignment.note = data["note"] or ""
+    _touch(assignment, timezone.now())
+    errors = LabelErrors()
+    check_answer_label(assignment, complete=False, errors=errors)
+    assignment.save()
+    return assignment, errors
+
+
+def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict:
+    """The label set in the import_labels format (claims by index), for revisions."""
+    return {
+        "relevance": assignment.relevance,
+        "abstention": assignment.abstention or None,
+        "failure_labels": assignment.failure_labels,
+        "note": assignment.note,
+        "claims": [
+            {
+                "index": label.claim.ordinal,
+                "support": label.support,
+                "severity": label.severity,
+                "requires_evidence": label.requires_evidence,
+                "evidence_ids": label.evidence_ids,
+                "evidence_quote": label.evidence_quote,
+                "citations": label.citations,
+                "note": label.note,
+            }
+            for label in sorted(labels, key=lambda x: x.claim.ordinal)
+        ],
+    }
+
+
+def screen_errors(screen, *, complete: bool) -> LabelErrors:
+    """Validate the labels already loaded for the labelling screen, without more queries."""
+    shown = screen.shown
+    errors = LabelErrors()
+    for row in screen.claims:
+        if row.label is not None:
+            check_claim_label(row.label, row.claim, shown, complete=complete, errors=errors)
+        elif complete:
+            errors.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
+    check_answer_label(screen.assignment, complete=complete, errors=errors)
+    return errors
+
+
+def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], LabelErrors]:
+    answer = assignment.answer
+    claims = list(answer.claims.prefetch_related("citations__passage"))
+    labels = {label.claim_id: label for label in assignment.claim_labels.select_related("claim")}
+    shown = shown_passages(answer)
+    errors = LabelErrors()
+    complete = []
+    for claim in claims:
+        label = labels.get(claim.pk)
+        if label is None:
+            errors.add(f"claim.{claim.ordinal}.support", "Choose a support label.")
+            continue
+        label.claim = claim
+        check_claim_label(label, claim, shown, complete=True, errors=errors)
+        complete.append(label)
+    check_answer_label(assignment, complete=True, errors=errors)
+    return complete, errors
+
+
+@transaction.atomic
+def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelErrors:
+    """Submit when every claim and the answer are labelled; each submission is kept as a
+    revision, so a later edit never silently replaces what was submitted before."""
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    _editable(assignment)
+    labels, errors = validate_submission(assignment)
+    if errors:
+        return errors
+    now = timezone.now()
+    _touch(assignment, now)
+    assignment.status = Assignment.Status.SUBMITTED
+    assignment.submitted_at = now
+    assignment.revision += 1
+    assignment.save()
+    LabelRevision.objects.create(
+        assignment=assignment,
+        number=assignment.revision,
+        labels=label_snapshot(assignment, labels),
+        source=source,
+    )
+    return errors
+
+
+def adjudication_started(answer: Answer) -> bool:
+    """Whether a lead has begun adjudicating this answer; then reviewers can no longer
+    reopen it."""
+    return AdjudicationLock.objects.filter(answer=answer).exists()
+
+
+@transaction.atomic
+def reopen_task(*, assignment: Assignment) -> Assignment:
+    assignment = (
+        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+    )
+    if assignment.status != Assignment.Status.SUBMITTED:
+        raise ServiceError("Only a submitted task can be reopened.")
+    if adjudication_started(assignment.answer):
+        # Not "a lead is adjudicating it": that would tell the reviewer that their co-reviewer
+        # has submitted, and disagreed.
+        raise ServiceError("This task is closed for review and can no longer be reopened.")
+    assignment.status = Assignment.Status.IN_PROGRESS
+    assignment.touched_at = timezone.now()
+    assignment.save(update_fields=["status", "touched_at"])
+    return assignment

@@ -1,0 +1,81 @@
+"""Opening labelling: lock the claims and number the tasks in a blinded order."""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotate.models import (
+    Answer,
+    Project,
+)
+from annotate.services.base import ServiceError
+
+# Task order is a blinding matter: a shuffle anyone can replay (one seeded with the project's
+# slug, say) tells a reviewer which variant wrote each task number. Draw from the OS.
+_SECRET_RANDOM = random.SystemRandom()
+
+
+def _next_task_numbers(project: Project, count: int) -> list[int]:
+    last = (
+        Answer.objects.filter(project=project)
+        .order_by("-task_number")
+        .values_list("task_number", flat=True)
+        .first()
+        or 0
+    )
+    numbers = list(range(last + 1, last + 1 + count))
+    _SECRET_RANDOM.shuffle(numbers)
+    return numbers
+
+
+@transaction.atomic
+def open_labelling(*, project: Project) -> Project:
+    """Lock the claims and open the queue. Task numbers are assigned in an order shuffled per
+    project, spreading each case's answers apart so two variants' answers to one case do not
+    arrive back to back (a reviewer comparing them would learn which system is which)."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    if project.state != Project.State.DRAFT:
+        raise ServiceError(
+            f"Project '{project.slug}' is already {project.get_state_display().lower()}."
+        )
+    answers = list(project.answers.values_list("pk", "case_id"))
+    if not answers:
+        raise ServiceError("The project has no answers to label yet: import a bundle first.")
+    numbered = [
+        Answer(pk=pk, task_number=number)
+        for number, pk in enumerate(spread_order(answers), start=1)
+    ]
+    Answer.objects.bulk_update(numbered, ["task_number"], batch_size=1000)
+    project.state = Project.State.OPEN
+    project.opened_at = timezone.now()
+    project.save(update_fields=["state", "opened_at"])
+    return project
+
+
+def spread_order(items: list[tuple[int, int]], *, rng: random.Random = _SECRET_RANDOM) -> list[int]:
+    """Shuffle (pk, group) pairs so that no two consecutive items share a group whenever that
+    is possible: always deal from the group with the most items left, other than the one just
+    dealt (ties in an order drawn once per group). Dealing the groups round-robin instead put
+    a two-answer case back to back whenever it ended one round and began the next alone."""
+    groups: dict[int, list[int]] = {}
+    for pk, group in items:
+        groups.setdefault(group, []).append(pk)
+    for members in groups.values():
+        rng.shuffle(members)
+    heap = [(-len(members), rng.random(), group) for group, members in groups.items()]
+    heapq.heapify(heap)
+    order: list[int] = []
+    held = None  # the group just dealt from, out of the heap for one turn
+    while heap:
+        left, tie, group = heapq.heappop(heap)
+        order.append(groups[group].pop())
+        if held is not None:
+            heapq.heappush(heap, held)
+        held = (left + 1, tie, group) if left + 1 < 0 else None
+    if held is not None:  # one group outnumbers all the others: its rest must touch
+        order.extend(reversed(groups[held[2]]))
+    return order
