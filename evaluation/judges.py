@@ -25,7 +25,12 @@ from django.db.models import Count
 
 from annotate.bundles import BundleError, BundleInvalid, JsonLines, kind_of, quote_occurs
 from annotate.models import Answer, Claim, Passage, Project, Variant
-from evaluation.agreement import RELEVANCE, SUPPORT
+from annotate.schema import SCALES, UNSUPPORTED
+from evaluation.agreement import RELEVANCE
+
+# A judge may answer on the three-way scale or the binary one (supported / unsupported) in
+# any project: a binary judge's three-way figures are then undefined, its binary ones are not.
+JUDGE_LABELS = (*SCALES["three_way"], UNSUPPORTED)
 from evaluation.models import JudgeRun, Verdict
 
 RUN_FIELDS = ({"judge", "model", "prompt"}, {"model_version", "settings"})
@@ -249,8 +254,8 @@ def _label(obj: dict, problems: list[str]) -> str:
     if label is None:
         problems.append("label is null")
         return ""
-    if label not in SUPPORT:
-        problems.append(f"label {label!r} is outside the vocabulary ({', '.join(SUPPORT)})")
+    if label not in JUDGE_LABELS:
+        problems.append(f"label {label!r} is outside the vocabulary ({', '.join(JUDGE_LABELS)})")
         return ""
     return label
 

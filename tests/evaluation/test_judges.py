@@ -81,7 +81,7 @@ def test_a_null_missing_or_unknown_label_is_malformed_and_a_timeout_is_a_timeout
             "",
             None,
             "label 'mostly_supported' is outside the vocabulary "
-            "(supported, contradicted, insufficient_evidence)",
+            "(supported, contradicted, insufficient_evidence, unsupported)",
         ),
         ("timeout", "", None, ""),
         ("malformed", "", None, "relevance 3 is not 0, 1 or 2"),
