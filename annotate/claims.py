@@ -22,7 +22,11 @@ Rules, in short:
 * Sentences end at ``.``, ``!``, ``?``, ``…`` (and runs such as ``...`` or ``?!``) followed,
   after optional closing quotes/brackets and markers, by whitespace and a next sentence that
   does not start with a lowercase letter. Decimals and versions (``0.001``, ``v2.1``) never
-  split because no whitespace follows the dot. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
+  split because no whitespace follows the dot. A number of up to three digits standing alone
+  after a colon with the next item ahead (``Steps: 1. Submit. 2. Wait.``), or opening a
+  sentence (that ``2.``), numbers an inline enumeration and does not end a sentence. A number
+  glued to what precedes it (``09:30.``, ``3:1.``, ``2-1.``) ends a sentence like a word, and
+  so does ``Marks: 40.``, which no ``41.`` follows. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
   ...) never end a sentence; numbering abbreviations (``Fig.``, ``p.``, ``pp.``, ``Sec.``,
   ``No.`` ...) do not when a number follows; initials (``J. Smith``, ``U.S.``) and ``et al.``
   end a sentence only when a common sentence-opening word (``The``, ``It``, ``We`` ...)
@@ -151,12 +155,21 @@ def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end
         or _DOTTED_CAPS_RE.fullmatch(token)
     ):
         return word in _OPENERS
-    if token.isdigit() and len(token) <= 3:
-        # An inline enumeration ("Steps: 1. Submit. 2. Wait.") rather than a sentence end.
+    standalone = tok_start == piece_start or text[tok_start - 1].isspace()
+    if token.isdigit() and len(token) <= 3 and standalone:
+        # An inline enumeration ("Steps: 1. Submit. 2. Wait.") rather than a sentence end. A
+        # number glued to what precedes it (09:30, 3:1, 2-1) is never an item number.
         before = text[piece_start:tok_start].rstrip()
-        if not before or before.endswith(":"):
+        if not before:
+            return False
+        if before.endswith(":") and _next_item_follows(text, int(token), nxt, end):
             return False
     return True
+
+
+def _next_item_follows(text: str, number: int, pos: int, end: int) -> bool:
+    """Whether item ``number + 1`` of an inline enumeration follows (``Marks: 40.`` has none)."""
+    return re.compile(rf"(?<!\S){number + 1}[.)]\s").search(text, pos, end) is not None
 
 
 def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:

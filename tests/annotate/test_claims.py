@@ -320,6 +320,22 @@ def test_inline_enumeration_numbers_stay_with_their_item():
     assert spans(answer) == ["Steps: 1. Submit the form.", "2. Wait for approval."]
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The train left at 09:30.",
+        "Arsenal beat Chelsea 3:1.",
+        "The ratio stands at 1.8:1.",
+        "He ran the second half in 59:47.",
+        "Bayern led 2-1.",
+        "Maximum marks for the project: 40.",
+    ],
+)
+def test_a_sentence_ending_in_a_time_score_or_ratio_ends_before_the_next(sentence):
+    answer = f"{sentence} Nobody was hurt."
+    assert spans(answer) == [sentence, "Nobody was hurt."]
+
+
 def test_text_collapses_whitespace_inside_a_sentence():
     answer = "Late   work\tis  accepted [n1] within\n48 hours."
     claims = propose_claims(answer)

@@ -25,28 +25,9 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "splitter_corpus.jsonl"
 
-COLON = "a colon before the last number (09:30., 3:1.) reads as an inline enumeration"
-
 # Answers the splitter is known to get wrong, with the reason. A new miss fails the test, and so
 # does a fixed one that is still listed here.
 KNOWN_MISSES: dict[str, str] = {
-    "news-01": COLON,
-    "course-02": COLON,
-    "course-05": COLON,
-    "course-07": COLON,
-    "sports-01": COLON,
-    "sports-03": COLON,
-    "sports-04": COLON,
-    "sports-09": COLON,
-    "sports-11": COLON,
-    "sports-13": COLON,
-    "release-05": COLON,
-    "release-09": COLON,
-    "medicine-09": COLON,
-    "medicine-10": COLON,
-    "finance-03": COLON,
-    "misc-07": COLON,
-    "misc-11": COLON,
     "news-03": "Jan./Sept./Feb. before a day and Sen. before a name end the sentence",
     "news-06": "a.m./p.m. before a weekday end the sentence",
     "news-08": "Mt. ends the sentence; a.m. before 'Nepal time' ends it",
