@@ -28,7 +28,8 @@ Rules, in short:
   glued to what precedes it (``09:30.``, ``3:1.``, ``2-1.``) ends a sentence like a word, and
   so does ``Marks: 40.``, which no ``41.`` follows. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
   ...) never end a sentence; numbering abbreviations (``Fig.``, ``p.``, ``pp.``, ``Sec.``,
-  ``No.`` ...) do not when a number follows; initials (``J. Smith``, ``U.S.``) and ``et al.``
+  ``s.``, ``No.`` ...) and abbreviated months and weekdays (``Jan. 6``, ``Sept. 2023``,
+  ``Thu. 14:00``) do not when a number follows; initials (``J. Smith``, ``U.S.``) and ``et al.``
   end a sentence only when a common sentence-opening word (``The``, ``It``, ``We`` ...)
   follows.
 * A blank line, a bullet line or a heading always starts a new sentence. A single newline
@@ -100,14 +101,19 @@ def _words(text: str) -> frozenset[str]:
 # Never end a sentence (titles, Latin and other connective abbreviations).
 _NEVER_END = _words(
     """e.g eg i.e ie cf vs v viz approx ca dr mr mrs ms mx prof rev hon gen sgt capt lt incl esp
-    w.r.t a.k.a aka"""
+    w.r.t a.k.a aka sen gov mt"""
 )
-# Do not end a sentence when a number follows (``Fig. 2``, ``p. 4``, ``pp. 3–5``, ``No. 5``).
+# Do not end a sentence when a number follows (``Fig. 2``, ``p. 4``, ``pp. 3–5``, ``s. 21``).
 _NUMBERING = _words(
-    """fig figs p pp pg pgs sec secs sect ch chap chaps vol vols eq eqs tab tbl art arts para
-    paras app appx ref refs ex exs thm def lem prop cor alg nr n l ll"""
+    """fig figs p pp pg pgs sec secs sect s ss ch chap chaps vol vols eq eqs tab tbl art arts
+    para paras cl reg regs sch app appx ref refs ex exs thm def lem prop cor alg nr n l ll"""
 )
-_NUMBERING_CASED = frozenset({"No", "Nos", "NO"})
+# The same, matched with their capital: ``No. 5``, and dates such as ``Jan. 6``, ``Sept. 2023``
+# or ``Thu. 14:00`` (``sat.`` or ``mar.`` in lowercase are words).
+_NUMBERING_CASED = _words(
+    """No Nos NO Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Tues Wed Thu Thur
+    Thurs Fri Sat Sun"""
+)
 # End a sentence only when a common sentence opener follows (``J. Smith`` vs ``... J. The``).
 _OPENER_RULE = frozenset({"al", "st", "jr", "sr"})
 _OPENERS = _words(

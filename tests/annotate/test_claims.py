@@ -79,6 +79,12 @@ def test_version_numbers_do_not_end_a_sentence():
         "Bring pens, paper, etc. to the exam.",
         "Prof. Jones and Mr. Brown agree.",
         "See Eq. (3) and Ch. IV for details.",
+        "On Jan. 6 the Senate confirmed the nominee.",
+        "Node.js 16 reached end of life in Sept. 2023 as planned.",
+        "Office hours are Thu. 14:00–15:30 in room 4.",
+        "Under s. 21(4) of the Act, the tenancy must be periodic.",
+        "Sen. Lopez voted against.",
+        "The team reached the summit of Mt. Everest.",
     ],
 )
 def test_abbreviations_do_not_end_a_sentence(sentence):
@@ -94,6 +100,11 @@ def test_etc_at_the_end_of_a_sentence_ends_it():
 def test_numbering_abbreviation_without_a_number_ends_a_sentence_normally():
     answer = "The data is in the fig. The table is elsewhere."
     assert spans(answer) == ["The data is in the fig.", "The table is elsewhere."]
+
+
+def test_abbreviated_month_without_a_number_after_it_ends_a_sentence_normally():
+    answer = "The next meeting is on 12 Dec. Markets expect a cut."
+    assert spans(answer) == ["The next meeting is on 12 Dec.", "Markets expect a cut."]
 
 
 def test_a_single_capital_before_a_sentence_opener_ends_the_sentence():
