@@ -29,9 +29,10 @@ Rules, in short:
   so does ``Marks: 40.``, which no ``41.`` follows. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
   ...) never end a sentence; numbering abbreviations (``Fig.``, ``p.``, ``pp.``, ``Sec.``,
   ``s.``, ``No.`` ...) and abbreviated months and weekdays (``Jan. 6``, ``Sept. 2023``,
-  ``Thu. 14:00``) do not when a number follows; initials (``J. Smith``, ``U.S.``) and ``et al.``
-  end a sentence only when a common sentence-opening word (``The``, ``It``, ``We`` ...)
-  follows.
+  ``Thu. 14:00``) do not when a number follows; ``a.m.`` and ``p.m.`` do not when a day, a
+  month or a time zone follows (``6 a.m. Tuesday``, ``9 a.m. ET``, ``8:40 a.m. Nepal
+  time``); initials (``J. Smith``, ``U.S.``) and ``et al.`` end a sentence only when a common
+  sentence-opening word (``The``, ``It``, ``We`` ...) follows.
 * A blank line, a bullet line or a heading always starts a new sentence. A single newline
   also does, unless the text is evidently wrapped: the next line starts with a lowercase
   letter or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
@@ -114,6 +115,14 @@ _NUMBERING_CASED = _words(
     """No Nos NO Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Tues Wed Thu Thur
     Thurs Fri Sat Sun"""
 )
+# ``a.m.``/``p.m.`` end a sentence unless a day, a month or a time zone follows them.
+_CLOCK = frozenset({"a.m", "p.m"})
+_AFTER_CLOCK = _words(
+    """Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April
+    May June July August September October November December UTC GMT BST CET CEST ET EST EDT
+    CT CST CDT MT MST MDT PT PST PDT"""
+)
+_TIME_ZONE_AHEAD_RE = re.compile(r"[ \t]+time\b", re.IGNORECASE)  # "8:40 a.m. Nepal time"
 # End a sentence only when a common sentence opener follows (``J. Smith`` vs ``... J. The``).
 _OPENER_RULE = frozenset({"al", "st", "jr", "sr"})
 _OPENERS = _words(
@@ -155,6 +164,9 @@ def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end
         return False
     if (low in _NUMBERING or token in _NUMBERING_CASED) and _NUMBER_AHEAD_RE.match(text, nxt, end):
         return False
+    if low in _CLOCK:
+        zone_ahead = word_match and _TIME_ZONE_AHEAD_RE.match(text, word_match.end(), end)
+        return not (word in _AFTER_CLOCK or zone_ahead)
     if (
         low in _OPENER_RULE
         or (len(token) == 1 and token.isupper())

@@ -102,6 +102,20 @@ def test_numbering_abbreviation_without_a_number_ends_a_sentence_normally():
     assert spans(answer) == ["The data is in the fig.", "The table is elsewhere."]
 
 
+@pytest.mark.parametrize(
+    "sentences",
+    [
+        ["The march set off at 2 p.m.", "Police were present."],
+        ["The warning runs from 6 a.m. Tuesday until 9 p.m. Wednesday."],
+        ["The webinar starts at 9 a.m. ET on Tuesday."],
+        ["He reached the top at 8:40 a.m. Nepal time."],
+        ["Services resumed at 11:15 a.m. on the same line."],
+    ],
+)
+def test_a_m_and_p_m_end_a_sentence_unless_a_day_or_time_zone_follows(sentences):
+    assert spans(" ".join(sentences)) == sentences
+
+
 def test_abbreviated_month_without_a_number_after_it_ends_a_sentence_normally():
     answer = "The next meeting is on 12 Dec. Markets expect a cut."
     assert spans(answer) == ["The next meeting is on 12 Dec.", "Markets expect a cut."]
