@@ -32,7 +32,9 @@ Rules, in short:
   ``Thu. 14:00``) do not when a number follows; ``a.m.`` and ``p.m.`` do not when a day, a
   month or a time zone follows (``6 a.m. Tuesday``, ``9 a.m. ET``, ``8:40 a.m. Nepal
   time``); initials (``J. Smith``, ``U.S.``) and ``et al.`` end a sentence only when a common
-  sentence-opening word (``The``, ``It``, ``We`` ...) follows.
+  sentence-opening word (``The``, ``It``, ``We`` ...) follows. A capital after a degree sign
+  or a labelling word is no initial and ends a sentence like a word (``42 °C.``, ``Group B.``,
+  ``vitamin D.``).
 * A blank line, a bullet line or a heading always starts a new sentence. A single newline
   also does, unless the text is evidently wrapped: the next line starts with a lowercase
   letter or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
@@ -123,6 +125,12 @@ _AFTER_CLOCK = _words(
     CT CST CDT MT MST MDT PT PST PDT"""
 )
 _TIME_ZONE_AHEAD_RE = re.compile(r"[ \t]+time\b", re.IGNORECASE)  # "8:40 a.m. Nepal time"
+# A capital letter after one of these is a label (``Group B.``, ``vitamin D.``), not an initial.
+_LABELLED = _words(
+    """group plan vitamin hepatitis appendix annex type grade class part phase stage category
+    tier level option schedule exhibit model series war pool zone terminal gate block wing ward
+    platform row"""
+)
 # End a sentence only when a common sentence opener follows (``J. Smith`` vs ``... J. The``).
 _OPENER_RULE = frozenset({"al", "st", "jr", "sr"})
 _OPENERS = _words(
@@ -167,11 +175,10 @@ def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end
     if low in _CLOCK:
         zone_ahead = word_match and _TIME_ZONE_AHEAD_RE.match(text, word_match.end(), end)
         return not (word in _AFTER_CLOCK or zone_ahead)
-    if (
-        low in _OPENER_RULE
-        or (len(token) == 1 and token.isupper())
-        or _DOTTED_CAPS_RE.fullmatch(token)
-    ):
+    initial = len(token) == 1 and token.isupper()
+    if initial and _is_label(text, piece_start, tok_start):
+        return True
+    if low in _OPENER_RULE or initial or _DOTTED_CAPS_RE.fullmatch(token):
         return word in _OPENERS
     standalone = tok_start == piece_start or text[tok_start - 1].isspace()
     if token.isdigit() and len(token) <= 3 and standalone:
@@ -183,6 +190,14 @@ def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end
         if before.endswith(":") and _next_item_follows(text, int(token), nxt, end):
             return False
     return True
+
+
+def _is_label(text: str, piece_start: int, at: int) -> bool:
+    """Whether the capital at ``at`` is a unit or a label (``°C``, ``Group B``), not an initial."""
+    if text[at - 1 : at] == "°":
+        return True
+    words_before = text[piece_start:at].split()
+    return bool(words_before) and words_before[-1].lower() in _LABELLED
 
 
 def _next_item_follows(text: str, number: int, pos: int, end: int) -> bool:

@@ -126,6 +126,14 @@ def test_a_single_capital_before_a_sentence_opener_ends_the_sentence():
     assert spans(answer) == ["You need at least a C.", "The exam is hard."]
 
 
+@pytest.mark.parametrize(
+    "sentence", ["Growth slows at 42 °C.", "Germany topped Group B.", "She takes vitamin D."]
+)
+def test_a_unit_or_a_label_letter_ends_a_sentence_unlike_an_initial(sentence):
+    answer = f"{sentence} Spain finished second."
+    assert spans(answer) == [sentence, "Spain finished second."]
+
+
 def test_ellipsis_ends_a_sentence_only_before_a_new_sentence():
     answer = "He paused... Then he left. Wait… what happened? The list goes on…"
     assert spans(answer) == [
