@@ -21,23 +21,29 @@ Rules, in short:
   at the very start of the answer, to the next one).
 * Sentences end at ``.``, ``!``, ``?``, ``…`` (and runs such as ``...`` or ``?!``) followed,
   after optional closing quotes/brackets and markers, by whitespace and a next sentence that
-  does not start with a lowercase letter. Decimals and versions (``0.001``, ``v2.1``) never
-  split because no whitespace follows the dot. A number of up to three digits standing alone
-  after a colon with the next item ahead (``Steps: 1. Submit. 2. Wait.``), or opening a
-  sentence (that ``2.``), numbers an inline enumeration and does not end a sentence. A number
-  glued to what precedes it (``09:30.``, ``3:1.``, ``2-1.``) ends a sentence like a word, and
-  so does ``Marks: 40.``, which no ``41.`` follows. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
-  ...) never end a sentence; numbering abbreviations (``Fig.``, ``p.``, ``pp.``, ``Sec.``,
-  ``s.``, ``No.`` ...) and abbreviated months and weekdays (``Jan. 6``, ``Sept. 2023``,
-  ``Thu. 14:00``) do not when a number follows; ``a.m.`` and ``p.m.`` do not when a day, a
-  month or a time zone follows (``6 a.m. Tuesday``, ``9 a.m. ET``, ``8:40 a.m. Nepal
-  time``); initials (``J. Smith``, ``U.S.``) and ``et al.`` end a sentence only when a common
-  sentence-opening word (``The``, ``It``, ``We`` ...) follows. A capital after a degree sign
-  or a labelling word is no initial and ends a sentence like a word (``42 °C.``, ``Group B.``,
-  ``vitamin D.``).
+  does not start with a lowercase word; a name such as ``iPhone``, ``eBay``, ``macOS`` or
+  ``v3.1`` (a capital or digit after its first lowercase letters) may start one. A period
+  does not end a sentence when it closes
+
+  - nothing: the dot inside a decimal, version, time, address or file name (``0.001``,
+    ``v2.1``, ``10.30``, ``example.org``, ``report.pdf``) has no whitespace after it. At the
+    end of a sentence the same tokens end it like words (``at 09:30.``, ``Python 3.11.``);
+  - the item number of an inline enumeration: up to three digits standing alone after a
+    colon with the next item ahead (``Steps: 1. Submit. 2. Wait.``), or opening a sentence
+    (that ``2.``). A number glued to what precedes it (``09:30.``, ``3:1.``, ``2-1.``) is
+    none, nor is ``Marks: 40.``, which no ``41.`` follows;
+  - an abbreviation that never ends a sentence (``e.g.``, ``Dr.``, ``vs.``, ``Sen.``,
+    ``Mt.`` ...);
+  - a numbering abbreviation (``Fig.``, ``p.``, ``pp.``, ``Sec.``, ``s.``, ``No.`` ...) or an
+    abbreviated month or weekday (``Jan. 6``, ``Sept. 2023``, ``Thu. 14:00``) before a number;
+  - ``a.m.`` or ``p.m.`` before a day, a month or a time zone (``6 a.m. Tuesday``,
+    ``9 a.m. ET``, ``8:40 a.m. Nepal time``);
+  - an initial (``J. Smith``, ``U.S.``) or ``et al.``, unless a common sentence-opening word
+    (``The``, ``It``, ``We`` ...) follows. A capital after a degree sign or a labelling word
+    is no initial (``42 °C.``, ``Group B.``, ``vitamin D.``).
 * A blank line, a bullet line or a heading always starts a new sentence. A single newline
   also does, unless the text is evidently wrapped: the next line starts with a lowercase
-  letter or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
+  word or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
   that cannot end a sentence, or a word line is continued by a number.
 """
 
@@ -95,6 +101,7 @@ _CLOSERS = frozenset("\"'”’»)]}*_")
 _NEXT_WORD_RE = re.compile(r"[\"'“‘«(\[*_]*([^\W\d_][\w'’\-]*)")
 _NUMBER_AHEAD_RE = re.compile(r"\(?(?:\d|[A-Z]\.?\d|[IVXLC]{2,}\b)")
 _DOTTED_CAPS_RE = re.compile(r"(?:[A-Z]\.)+[A-Z]")
+_LOWERCASE_NAME_RE = re.compile(r"[a-z]+[A-Z\d]")  # iPhone, eBay, macOS, v3.1
 
 
 def _words(text: str) -> frozenset[str]:
@@ -147,6 +154,11 @@ def _skip_space(text: str, pos: int, end: int) -> int:
     return pos
 
 
+def _starts_lowercase(text: str, pos: int, end: int) -> bool:
+    """Whether the word at ``pos`` is lowercase; names such as ``iPhone`` or ``v3.1`` are not."""
+    return text[pos].islower() and not _LOWERCASE_NAME_RE.match(text, pos, end)
+
+
 def _token_before(text: str, pos: int, floor: int) -> int:
     """Start of the word (letters, digits, underscores, inner dots) that ends at ``pos``."""
     start = pos
@@ -159,7 +171,7 @@ def _token_before(text: str, pos: int, floor: int) -> int:
 
 def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end: int) -> bool:
     """Whether the terminator ``term`` ends a sentence whose successor starts at ``nxt``."""
-    if text[nxt].islower():
+    if _starts_lowercase(text, nxt, end):
         return False
     if term.group() != ".":
         return True
@@ -263,7 +275,7 @@ def _continues(line: str, next_line: str) -> bool:
     """Whether ``next_line`` continues the sentence of ``line`` across a single newline."""
     first, last = next_line[0], line[-1]
     return (
-        first.islower()
+        _starts_lowercase(next_line, 0, len(next_line))
         or bool(_MARKER_RE.match(next_line))
         or last in _SOFT_LINE_END
         or (last.isalnum() and (first.isdigit() or first == "("))

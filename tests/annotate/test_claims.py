@@ -154,6 +154,18 @@ def test_lowercase_after_terminal_punctuation_continues_the_sentence():
     assert spans(answer) == ['He asked "why?" and left.', "Fine."]
 
 
+def test_a_name_written_in_lowercase_can_start_the_next_sentence():
+    answer = "Apple unveiled a phone. iPhone sales rose. eBay fell. v3.1 ships soon.\nmacOS too."
+    assert spans(answer) == [
+        "Apple unveiled a phone.",
+        "iPhone sales rose.",
+        "eBay fell.",
+        "v3.1 ships soon.",
+        "macOS too.",
+    ]
+    assert spans("Any phone, e.g. iPhone 16, works.") == ["Any phone, e.g. iPhone 16, works."]
+
+
 def test_quotes_and_parentheses_closing_after_the_period_stay_with_the_sentence():
     answer = 'He said "stop." Then he left. (This part is optional.) It ends ‘here.’ Done.'
     assert spans(answer) == [

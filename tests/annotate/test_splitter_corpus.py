@@ -29,9 +29,6 @@ CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "splitter_corpus.jso
 # does a fixed one that is still listed here.
 KNOWN_MISSES: dict[str, str] = {
     "news-12": "U.K. before 'Staff' does not end the sentence (opener rule)",
-    "release-03": "a next sentence starting with 'macOS' (lowercase) does not split",
-    "release-04": "a next sentence starting with 'v3.1' (lowercase) does not split",
-    "release-11": "next sentences starting with 'iPhone', 'eBay' do not split",
 }
 
 Spans = list[tuple[int, int]]
