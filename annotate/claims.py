@@ -21,15 +21,29 @@ Rules, in short:
   at the very start of the answer, to the next one).
 * Sentences end at ``.``, ``!``, ``?``, ``…`` (and runs such as ``...`` or ``?!``) followed,
   after optional closing quotes/brackets and markers, by whitespace and a next sentence that
-  does not start with a lowercase letter. Decimals and versions (``0.001``, ``v2.1``) never
-  split because no whitespace follows the dot. Known abbreviations (``e.g.``, ``Dr.``, ``vs.``
-  ...) never end a sentence; numbering abbreviations (``Fig.``, ``p.``, ``pp.``, ``Sec.``,
-  ``No.`` ...) do not when a number follows; initials (``J. Smith``, ``U.S.``) and ``et al.``
-  end a sentence only when a common sentence-opening word (``The``, ``It``, ``We`` ...)
-  follows.
+  does not start with a lowercase word; a name such as ``iPhone``, ``eBay``, ``macOS`` or
+  ``v3.1`` (a capital or digit after its first lowercase letters) may start one. A period
+  does not end a sentence when it closes
+
+  - nothing: the dot inside a decimal, version, time, address or file name (``0.001``,
+    ``v2.1``, ``10.30``, ``example.org``, ``report.pdf``) has no whitespace after it. At the
+    end of a sentence the same tokens end it like words (``at 09:30.``, ``Python 3.11.``);
+  - the item number of an inline enumeration: up to three digits standing alone after a
+    colon with the next item ahead (``Steps: 1. Submit. 2. Wait.``), or opening a sentence
+    (that ``2.``). A number glued to what precedes it (``09:30.``, ``3:1.``, ``2-1.``) is
+    none, nor is ``Marks: 40.``, which no ``41.`` follows;
+  - an abbreviation that never ends a sentence (``e.g.``, ``Dr.``, ``vs.``, ``Sen.``,
+    ``Mt.`` ...);
+  - a numbering abbreviation (``Fig.``, ``p.``, ``pp.``, ``Sec.``, ``s.``, ``No.`` ...) or an
+    abbreviated month or weekday (``Jan. 6``, ``Sept. 2023``, ``Thu. 14:00``) before a number;
+  - ``a.m.`` or ``p.m.`` before a day, a month or a time zone (``6 a.m. Tuesday``,
+    ``9 a.m. ET``, ``8:40 a.m. Nepal time``);
+  - an initial (``J. Smith``, ``U.S.``) or ``et al.``, unless a common sentence-opening word
+    (``The``, ``It``, ``We`` ...) follows. A capital after a degree sign or a labelling word
+    is no initial (``42 °C.``, ``Group B.``, ``vitamin D.``).
 * A blank line, a bullet line or a heading always starts a new sentence. A single newline
   also does, unless the text is evidently wrapped: the next line starts with a lowercase
-  letter or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
+  word or a citation marker, or the line ends with ``, ; ( - – — & / +`` or an abbreviation
   that cannot end a sentence, or a word line is continued by a number.
 """
 
@@ -87,6 +101,7 @@ _CLOSERS = frozenset("\"'”’»)]}*_")
 _NEXT_WORD_RE = re.compile(r"[\"'“‘«(\[*_]*([^\W\d_][\w'’\-]*)")
 _NUMBER_AHEAD_RE = re.compile(r"\(?(?:\d|[A-Z]\.?\d|[IVXLC]{2,}\b)")
 _DOTTED_CAPS_RE = re.compile(r"(?:[A-Z]\.)+[A-Z]")
+_LOWERCASE_NAME_RE = re.compile(r"[a-z]+[A-Z\d]")  # iPhone, eBay, macOS, v3.1
 
 
 def _words(text: str) -> frozenset[str]:
@@ -96,14 +111,33 @@ def _words(text: str) -> frozenset[str]:
 # Never end a sentence (titles, Latin and other connective abbreviations).
 _NEVER_END = _words(
     """e.g eg i.e ie cf vs v viz approx ca dr mr mrs ms mx prof rev hon gen sgt capt lt incl esp
-    w.r.t a.k.a aka"""
+    w.r.t a.k.a aka sen gov mt"""
 )
-# Do not end a sentence when a number follows (``Fig. 2``, ``p. 4``, ``pp. 3–5``, ``No. 5``).
+# Do not end a sentence when a number follows (``Fig. 2``, ``p. 4``, ``pp. 3–5``, ``s. 21``).
 _NUMBERING = _words(
-    """fig figs p pp pg pgs sec secs sect ch chap chaps vol vols eq eqs tab tbl art arts para
-    paras app appx ref refs ex exs thm def lem prop cor alg nr n l ll"""
+    """fig figs p pp pg pgs sec secs sect s ss ch chap chaps vol vols eq eqs tab tbl art arts
+    para paras cl reg regs sch app appx ref refs ex exs thm def lem prop cor alg nr n l ll"""
 )
-_NUMBERING_CASED = frozenset({"No", "Nos", "NO"})
+# The same, matched with their capital: ``No. 5``, and dates such as ``Jan. 6``, ``Sept. 2023``
+# or ``Thu. 14:00`` (``sat.`` or ``mar.`` in lowercase are words).
+_NUMBERING_CASED = _words(
+    """No Nos NO Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Tues Wed Thu Thur
+    Thurs Fri Sat Sun"""
+)
+# ``a.m.``/``p.m.`` end a sentence unless a day, a month or a time zone follows them.
+_CLOCK = frozenset({"a.m", "p.m"})
+_AFTER_CLOCK = _words(
+    """Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April
+    May June July August September October November December UTC GMT BST CET CEST ET EST EDT
+    CT CST CDT MT MST MDT PT PST PDT"""
+)
+_TIME_ZONE_AHEAD_RE = re.compile(r"[ \t]+time\b", re.IGNORECASE)  # "8:40 a.m. Nepal time"
+# A capital letter after one of these is a label (``Group B.``, ``vitamin D.``), not an initial.
+_LABELLED = _words(
+    """group plan vitamin hepatitis appendix annex type grade class part phase stage category
+    tier level option schedule exhibit model series war pool zone terminal gate block wing ward
+    platform row"""
+)
 # End a sentence only when a common sentence opener follows (``J. Smith`` vs ``... J. The``).
 _OPENER_RULE = frozenset({"al", "st", "jr", "sr"})
 _OPENERS = _words(
@@ -120,6 +154,11 @@ def _skip_space(text: str, pos: int, end: int) -> int:
     return pos
 
 
+def _starts_lowercase(text: str, pos: int, end: int) -> bool:
+    """Whether the word at ``pos`` is lowercase; names such as ``iPhone`` or ``v3.1`` are not."""
+    return text[pos].islower() and not _LOWERCASE_NAME_RE.match(text, pos, end)
+
+
 def _token_before(text: str, pos: int, floor: int) -> int:
     """Start of the word (letters, digits, underscores, inner dots) that ends at ``pos``."""
     start = pos
@@ -132,7 +171,7 @@ def _token_before(text: str, pos: int, floor: int) -> int:
 
 def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end: int) -> bool:
     """Whether the terminator ``term`` ends a sentence whose successor starts at ``nxt``."""
-    if text[nxt].islower():
+    if _starts_lowercase(text, nxt, end):
         return False
     if term.group() != ".":
         return True
@@ -145,18 +184,37 @@ def _is_boundary(text: str, piece_start: int, term: re.Match[str], nxt: int, end
         return False
     if (low in _NUMBERING or token in _NUMBERING_CASED) and _NUMBER_AHEAD_RE.match(text, nxt, end):
         return False
-    if (
-        low in _OPENER_RULE
-        or (len(token) == 1 and token.isupper())
-        or _DOTTED_CAPS_RE.fullmatch(token)
-    ):
+    if low in _CLOCK:
+        zone_ahead = word_match and _TIME_ZONE_AHEAD_RE.match(text, word_match.end(), end)
+        return not (word in _AFTER_CLOCK or zone_ahead)
+    initial = len(token) == 1 and token.isupper()
+    if initial and _is_label(text, piece_start, tok_start):
+        return True
+    if low in _OPENER_RULE or initial or _DOTTED_CAPS_RE.fullmatch(token):
         return word in _OPENERS
-    if token.isdigit() and len(token) <= 3:
-        # An inline enumeration ("Steps: 1. Submit. 2. Wait.") rather than a sentence end.
+    standalone = tok_start == piece_start or text[tok_start - 1].isspace()
+    if token.isdigit() and len(token) <= 3 and standalone:
+        # An inline enumeration ("Steps: 1. Submit. 2. Wait.") rather than a sentence end. A
+        # number glued to what precedes it (09:30, 3:1, 2-1) is never an item number.
         before = text[piece_start:tok_start].rstrip()
-        if not before or before.endswith(":"):
+        if not before:
+            return False
+        if before.endswith(":") and _next_item_follows(text, int(token), nxt, end):
             return False
     return True
+
+
+def _is_label(text: str, piece_start: int, at: int) -> bool:
+    """Whether the capital at ``at`` is a unit or a label (``°C``, ``Group B``), not an initial."""
+    if text[at - 1 : at] == "°":
+        return True
+    words_before = text[piece_start:at].split()
+    return bool(words_before) and words_before[-1].lower() in _LABELLED
+
+
+def _next_item_follows(text: str, number: int, pos: int, end: int) -> bool:
+    """Whether item ``number + 1`` of an inline enumeration follows (``Marks: 40.`` has none)."""
+    return re.compile(rf"(?<!\S){number + 1}[.)]\s").search(text, pos, end) is not None
 
 
 def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -217,7 +275,7 @@ def _continues(line: str, next_line: str) -> bool:
     """Whether ``next_line`` continues the sentence of ``line`` across a single newline."""
     first, last = next_line[0], line[-1]
     return (
-        first.islower()
+        _starts_lowercase(next_line, 0, len(next_line))
         or bool(_MARKER_RE.match(next_line))
         or last in _SOFT_LINE_END
         or (last.isalnum() and (first.isdigit() or first == "("))

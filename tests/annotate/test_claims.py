@@ -79,6 +79,12 @@ def test_version_numbers_do_not_end_a_sentence():
         "Bring pens, paper, etc. to the exam.",
         "Prof. Jones and Mr. Brown agree.",
         "See Eq. (3) and Ch. IV for details.",
+        "On Jan. 6 the Senate confirmed the nominee.",
+        "Node.js 16 reached end of life in Sept. 2023 as planned.",
+        "Office hours are Thu. 14:00–15:30 in room 4.",
+        "Under s. 21(4) of the Act, the tenancy must be periodic.",
+        "Sen. Lopez voted against.",
+        "The team reached the summit of Mt. Everest.",
     ],
 )
 def test_abbreviations_do_not_end_a_sentence(sentence):
@@ -96,9 +102,36 @@ def test_numbering_abbreviation_without_a_number_ends_a_sentence_normally():
     assert spans(answer) == ["The data is in the fig.", "The table is elsewhere."]
 
 
+@pytest.mark.parametrize(
+    "sentences",
+    [
+        ["The march set off at 2 p.m.", "Police were present."],
+        ["The warning runs from 6 a.m. Tuesday until 9 p.m. Wednesday."],
+        ["The webinar starts at 9 a.m. ET on Tuesday."],
+        ["He reached the top at 8:40 a.m. Nepal time."],
+        ["Services resumed at 11:15 a.m. on the same line."],
+    ],
+)
+def test_a_m_and_p_m_end_a_sentence_unless_a_day_or_time_zone_follows(sentences):
+    assert spans(" ".join(sentences)) == sentences
+
+
+def test_abbreviated_month_without_a_number_after_it_ends_a_sentence_normally():
+    answer = "The next meeting is on 12 Dec. Markets expect a cut."
+    assert spans(answer) == ["The next meeting is on 12 Dec.", "Markets expect a cut."]
+
+
 def test_a_single_capital_before_a_sentence_opener_ends_the_sentence():
     answer = "You need at least a C. The exam is hard."
     assert spans(answer) == ["You need at least a C.", "The exam is hard."]
+
+
+@pytest.mark.parametrize(
+    "sentence", ["Growth slows at 42 °C.", "Germany topped Group B.", "She takes vitamin D."]
+)
+def test_a_unit_or_a_label_letter_ends_a_sentence_unlike_an_initial(sentence):
+    answer = f"{sentence} Spain finished second."
+    assert spans(answer) == [sentence, "Spain finished second."]
 
 
 def test_ellipsis_ends_a_sentence_only_before_a_new_sentence():
@@ -119,6 +152,18 @@ def test_question_and_exclamation_marks_end_sentences():
 def test_lowercase_after_terminal_punctuation_continues_the_sentence():
     answer = 'He asked "why?" and left. Fine.'
     assert spans(answer) == ['He asked "why?" and left.', "Fine."]
+
+
+def test_a_name_written_in_lowercase_can_start_the_next_sentence():
+    answer = "Apple unveiled a phone. iPhone sales rose. eBay fell. v3.1 ships soon.\nmacOS too."
+    assert spans(answer) == [
+        "Apple unveiled a phone.",
+        "iPhone sales rose.",
+        "eBay fell.",
+        "v3.1 ships soon.",
+        "macOS too.",
+    ]
+    assert spans("Any phone, e.g. iPhone 16, works.") == ["Any phone, e.g. iPhone 16, works."]
 
 
 def test_quotes_and_parentheses_closing_after_the_period_stay_with_the_sentence():
@@ -318,6 +363,22 @@ def test_horizontal_rule_is_not_a_claim():
 def test_inline_enumeration_numbers_stay_with_their_item():
     answer = "Steps: 1. Submit the form. 2. Wait for approval."
     assert spans(answer) == ["Steps: 1. Submit the form.", "2. Wait for approval."]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The train left at 09:30.",
+        "Arsenal beat Chelsea 3:1.",
+        "The ratio stands at 1.8:1.",
+        "He ran the second half in 59:47.",
+        "Bayern led 2-1.",
+        "Maximum marks for the project: 40.",
+    ],
+)
+def test_a_sentence_ending_in_a_time_score_or_ratio_ends_before_the_next(sentence):
+    answer = f"{sentence} Nobody was hurt."
+    assert spans(answer) == [sentence, "Nobody was hurt."]
 
 
 def test_text_collapses_whitespace_inside_a_sentence():
