@@ -4,6 +4,11 @@ Nothing here is stored: the pair of an answer is its first two submitted assignm
 submission time), a field is `agreed` when both gave the same value, and a lead's latest
 Decision for that field makes it `adjudicated`. Deriving gold where it is read keeps it right
 when a reviewer reopens a task or a lead changes a decision.
+
+Which fields exist follows the project's label schema (annotate.schema): a field that is off
+is absent from the pairs' gold. `support_binary` is always there and decided on its own: two
+reviewers who both say unsupported agree on it though they differ in subtype (only `support`
+then waits for a lead), and a lead's `support` decision decides it too.
 """
 
 from __future__ import annotations
@@ -14,9 +19,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate.models import Answer, Assignment, ClaimLabel, Decision, Project
+from annotate.schema import LabelSchema, support_binary
 
-CLAIM_FIELDS = ("support", "severity", "requires_evidence", "citations", "evidence")
+# Every field there can be; a project's schema chooses among them (claim_fields / answer_fields).
+CLAIM_FIELDS = (
+    "support",
+    "support_binary",
+    "severity",
+    "requires_evidence",
+    "citations",
+    "evidence",
+)
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
+# Derived from another field, never decided on its own by a lead.
+DERIVED = frozenset({"support_binary"})
+
+
+def claim_fields(schema: LabelSchema) -> tuple[str, ...]:
+    """The claim fields of gold under a schema: support and support_binary always."""
+    return tuple(
+        name for name in CLAIM_FIELDS if name in ("support", "support_binary") or schema.claim(name)
+    )
+
+
+def answer_fields(schema: LabelSchema) -> tuple[str, ...]:
+    return tuple(name for name in ANSWER_FIELDS if schema.answer(name))
+
+
 AGREED, ADJUDICATED, PENDING, UNION = "agreed", "adjudicated", "pending", "union"
 
 
@@ -40,7 +69,8 @@ class ItemPair:
 
     @property
     def pending(self) -> list[str]:
-        return [name for name, src in self.source.items() if src == PENDING]
+        """Fields a lead must decide (a derived field follows its source, never on its own)."""
+        return [name for name, src in self.source.items() if src == PENDING and name not in DERIVED]
 
 
 def comparable(name: str, labels: dict[str, Any]) -> Any:
@@ -58,6 +88,7 @@ def comparable(name: str, labels: dict[str, Any]) -> Any:
 def _claim_values(row) -> dict[str, Any]:
     return {
         "support": row["support"],
+        "support_binary": support_binary(row["support"]),
         "severity": row["severity"],
         "requires_evidence": row["requires_evidence"],
         "citations": row["citations"] or {},
@@ -70,8 +101,10 @@ def _claim_values(row) -> dict[str, Any]:
 def pairs_for_project(
     project: Project, *, answer_ids=None
 ) -> tuple[list[ItemPair], list[ItemPair]]:
-    """(answer pairs, claim pairs) for every answer with two submitted label sets. Three
-    queries whatever the size: assignments, claim labels, decisions."""
+    """(answer pairs, claim pairs) for every answer with two submitted label sets, with the
+    gold of each field the project's schema labels. Three queries whatever the size:
+    assignments, claim labels, decisions."""
+    schema = project.schema
     submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
     if answer_ids is not None:
         submitted = submitted.filter(answer_id__in=answer_ids)
@@ -138,9 +171,9 @@ def pairs_for_project(
     for decision in decisions:
         latest[(decision.answer_id, decision.claim_id, decision.field)] = decision
     for pair in answer_pairs.values():
-        _derive(pair, ANSWER_FIELDS, latest)
+        _derive(pair, answer_fields(schema), latest)
     for pair in claim_pairs:
-        _derive(pair, CLAIM_FIELDS, latest)
+        _derive(pair, claim_fields(schema), latest)
     ordered_claims = sorted(claim_pairs, key=lambda p: (p.answer_id, p.ordinal))
     return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
 
@@ -148,6 +181,14 @@ def pairs_for_project(
 def _derive(pair: ItemPair, fields, latest) -> None:
     for name in fields:
         decision = latest.get((pair.answer_id, pair.claim_id, name))
+        if name == "support_binary":
+            # A lead who decides the subtype decides the binary value with it.
+            decision = latest.get((pair.answer_id, pair.claim_id, "support")) or decision
+            if decision is not None:
+                pair.gold[name] = support_binary(decision.value)
+                pair.source[name] = ADJUDICATED
+                pair.rationale[name] = decision.rationale
+                continue
         if decision is not None:
             pair.gold[name] = decision.value
             pair.source[name] = ADJUDICATED
@@ -192,7 +233,9 @@ SEVERE = {"major", "critical"}
 def disagreement_score(pair: ItemPair) -> int:
     score = 0
     if pair.source.get("support") == PENDING:
-        score += SUPPORT_WEIGHT.get(frozenset({pair.a["support"], pair.b["support"]}), 30)
+        # supported vs unsupported (a binary project) weighs like supported vs contradicted:
+        # it flips every binary figure.
+        score += SUPPORT_WEIGHT.get(frozenset({pair.a["support"], pair.b["support"]}), 100)
     if pair.source.get("severity") == PENDING:
         score += 50 if {pair.a["severity"], pair.b["severity"]} & SEVERE else 20
     if pair.source.get("abstention") == PENDING:

@@ -69,7 +69,9 @@ class ClaimRow:
     def state(self) -> str:
         """CSS state of the claim's mark: supported, contradicted, insufficient or unlabelled."""
         support = self.label.support if self.label else ""
-        return {"insufficient_evidence": "insufficient"}.get(support, support) or "unlabelled"
+        # A binary project's "unsupported" wears the contradicted mark (✗): not supported.
+        css = {"insufficient_evidence": "insufficient", "unsupported": "contradicted"}
+        return css.get(support, support) or "unlabelled"
 
 
 @dataclass

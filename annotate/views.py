@@ -101,6 +101,7 @@ def queue_empty(request, project, role):
 
 
 def _screen_context(project, role, screen, errors=None, **extra):
+    schema = project.schema
     if errors is None:
         errors = services.screen_errors(screen, complete=False)
     missing = services.screen_errors(screen, complete=True)
@@ -115,12 +116,20 @@ def _screen_context(project, role, screen, errors=None, **extra):
         "complete": not missing,
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
-        "support_choices": SUPPORT_CHOICES,
+        "support_choices": SUPPORT_CHOICES[schema.support],
+        # Which fields the project labels: a field that is off is not on the screen at all.
+        "on": {
+            **{name: schema.claim(name) for name in ("severity", "requires_evidence")},
+            **{name: schema.claim(name) for name in ("evidence", "citations")},
+            **{name: schema.answer(name) for name in ("relevance", "abstention")},
+            "failure_labels": schema.answer("failure_labels"),
+            "answer": bool(schema.answer_fields),
+        },
         "evidence_choices": [(passage_id, passage_id) for passage_id in screen.shown],
         "severity_choices": Severity.choices,
         "failure_labels": FAILURE_LABELS,
-        "claim_fields": CLAIM_FIELDS,
-        "answer_fields": ANSWER_FIELDS,
+        "claim_fields": [f for f in CLAIM_FIELDS if schema.claim(_FIELD_OF.get(f, f))],
+        "answer_fields": [f for f in ANSWER_FIELDS if schema.answer(f)],
         "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
     }
@@ -134,13 +143,20 @@ def _drafted(screen) -> bool:
     return bool(answer_labelled) or any(row.label is not None for row in screen.claims)
 
 
-# (value, label, css class, keyboard key) of the support choices, in shortcut order.
-SUPPORT_CHOICES = [
-    (Support.SUPPORTED, "supported", "supported", "1"),
-    (Support.CONTRADICTED, "contradicted", "contradicted", "2"),
-    (Support.INSUFFICIENT, "insufficient evidence", "insufficient", "3"),
-]
+# (value, label, css class, keyboard key) of the support choices, in shortcut order, per scale.
+SUPPORT_CHOICES = {
+    "three_way": [
+        (Support.SUPPORTED, "supported", "supported", "1"),
+        (Support.CONTRADICTED, "contradicted", "contradicted", "2"),
+        (Support.INSUFFICIENT, "insufficient evidence", "insufficient", "3"),
+    ],
+    "binary": [
+        (Support.SUPPORTED, "supported", "supported", "1"),
+        (Support.UNSUPPORTED, "unsupported", "contradicted", "2"),
+    ],
+}
 CLAIM_FIELDS = ("support", "severity", "evidence_ids", "evidence_quote", "citations")
+_FIELD_OF = {"evidence_ids": "evidence", "evidence_quote": "evidence"}
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")
+SUPPORT_BINARY = ("supported", "unsupported")
 SEVERITY = ("none", "minor", "major", "critical")
 RELEVANCE = (0, 1, 2)
 CITATION = ("supports", "does_not_support", "citation_not_found")
@@ -33,6 +34,7 @@ class FieldSpec(NamedTuple):
 # than "none" vs "critical"; nominal fields have no order to exploit.
 FIELDS: dict[str, FieldSpec] = {
     "support": FieldSpec(SUPPORT, None),
+    "support_binary": FieldSpec(SUPPORT_BINARY, None),
     "severity": FieldSpec(SEVERITY, "linear"),
     "requires_evidence": FieldSpec(REQUIRES_EVIDENCE, None),
     "citation": FieldSpec(CITATION, None),
@@ -368,11 +370,12 @@ def field_agreement_encoded(
 
 @dataclass(frozen=True)
 class EvidenceOverlap:
-    n: int
+    n: int  # pairs where at least one side named a passage
     mean_jaccard: float | None
+    neither: int = 0  # pairs where neither side named a passage: counted, never scored
 
     def as_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "mean_jaccard": self.mean_jaccard}
+        return {"n": self.n, "mean_jaccard": self.mean_jaccard, "neither": self.neither}
 
 
 def evidence_overlap(
@@ -381,14 +384,22 @@ def evidence_overlap(
     """Mean Jaccard index |A ∩ B| / |A ∪ B| of the evidence passages two reviewers chose.
 
     ``sets_a[i]`` and ``sets_b[i]`` are the passage ids reviewer A and B gave for item i.
-    A pair where both chose no passage counts as full agreement (1.0): both judged that no
-    passage decides the item. ``mean_jaccard`` is ``None`` when there are no pairs.
+    Only pairs where at least one side named a passage are scored: two empty sets are no
+    evidence of agreement about evidence (they made a project that never labelled evidence
+    read "overlap 0.93"), so they are counted apart as ``neither``. ``mean_jaccard`` is
+    ``None`` when no pair is scored.
     """
     if len(sets_a) != len(sets_b):
         raise ValueError(f"sets_a and sets_b must be aligned: {len(sets_a)} != {len(sets_b)}")
     scores = []
+    neither = 0
     for raw_a, raw_b in zip(sets_a, sets_b, strict=True):
         set_a, set_b = set(raw_a), set(raw_b)
         union = set_a | set_b
-        scores.append(1.0 if not union else len(set_a & set_b) / len(union))
-    return EvidenceOverlap(n=len(scores), mean_jaccard=float(np.mean(scores)) if scores else None)
+        if not union:
+            neither += 1
+            continue
+        scores.append(len(set_a & set_b) / len(union))
+    return EvidenceOverlap(
+        n=len(scores), mean_jaccard=float(np.mean(scores)) if scores else None, neither=neither
+    )

@@ -4,6 +4,10 @@ statistics of evaluation.agreement per field, per slice and per reviewer pair.
 Claims are aligned by one SQL query (a window function picks each answer's first two
 submitted label sets, a self-join pairs their claim labels), so the report over 100,000
 doubly-labelled claims is one round trip plus vectorised statistics.
+
+The fields follow the project's label schema: `support` on its scale (three-way or binary),
+`support_binary` always (unsupported = contradicted or insufficient evidence), and the other
+fields only where the schema labels them. A field that is off is absent from the report.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotate.models import Answer, Assignment, Case, ClaimLabel, Project
+from annotate.schema import LabelSchema, support_binary
 from evaluation.agreement import (
     ABSTENTION,
     CITATION,
@@ -26,15 +31,19 @@ from evaluation.agreement import (
     REQUIRES_EVIDENCE,
     SEVERITY,
     SUPPORT,
+    SUPPORT_BINARY,
     evidence_overlap,
     field_agreement_encoded,
 )
 
 SLICES = ("all", "answerable", "unanswerable", "adversarial")
-CLAIM_REPORT_FIELDS = ("support", "severity", "requires_evidence", "citation")
+CLAIM_REPORT_FIELDS = ("support", "support_binary", "severity", "requires_evidence", "citation")
 ANSWER_REPORT_FIELDS = ("relevance", "abstention")
+# The schema field each report field belongs to.
+_SCHEMA_FIELD = {"citation": "citations"}
 LABELS = {
     "support": SUPPORT,
+    "support_binary": SUPPORT_BINARY,
     "severity": SEVERITY,
     "requires_evidence": REQUIRES_EVIDENCE,
     "citation": CITATION,
@@ -135,8 +144,21 @@ def _json(value):
     return empty if empty is not None else _decode(value)
 
 
+def claim_report_fields(schema: LabelSchema) -> tuple[str, ...]:
+    return tuple(f for f in CLAIM_REPORT_FIELDS if schema.claim(_SCHEMA_FIELD.get(f, f)))
+
+
+def answer_report_fields(schema: LabelSchema) -> tuple[str, ...]:
+    return tuple(f for f in ANSWER_REPORT_FIELDS if schema.answer(f))
+
+
+def _labels(name: str, schema: LabelSchema) -> tuple:
+    return schema.support_labels if name == "support" else LABELS[name]
+
+
 def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
-    """Claim-level fields, aligned. One query."""
+    """Claim-level fields of the project's schema, aligned. One query."""
+    schema = project.schema
     label, answer, case = ClaimLabel._meta.db_table, Answer._meta.db_table, Case._meta.db_table
     sql = f"""
         WITH firsts AS ({_first_two_sql()})
@@ -153,7 +175,8 @@ def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
         WHERE fa.side = 1
         ORDER BY fa.answer_id, la.claim_id
     """
-    out = {name: Aligned(LABELS[name]) for name in CLAIM_REPORT_FIELDS}
+    fields = claim_report_fields(schema)
+    out = {name: Aligned(_labels(name, schema)) for name in CLAIM_REPORT_FIELDS}
     evidence = EvidenceSets()
     with connection.cursor() as cursor:
         cursor.execute(sql, [project.pk])
@@ -163,6 +186,9 @@ def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
             )
             flags, pair = (bool(answerable), bool(adversarial)), (ra, rb)
             out["support"].add(sa, sb, answer_id, *flags, pair)
+            out["support_binary"].add(
+                support_binary(sa), support_binary(sb), answer_id, *flags, pair
+            )
             out["severity"].add(va, vb, answer_id, *flags, pair)
             out["requires_evidence"].add(bool(ea), bool(eb), answer_id, *flags, pair)
             ca, cb = _json(ca) or {}, _json(cb) or {}
@@ -171,12 +197,13 @@ def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
             evidence.add(frozenset(_json(ia) or ()), frozenset(_json(ib) or ()), *flags)
     for aligned in out.values():
         aligned.freeze()
-    return out, evidence
+    return {name: out[name] for name in fields}, evidence
 
 
 def aligned_answers(project: Project) -> dict[str, Aligned]:
-    """Answer-level fields, aligned. One query. Abstention counts only answers that declined
-    (where both reviewers gave a verdict)."""
+    """Answer-level fields of the project's schema, aligned. One query. Abstention counts only
+    answers that declined (where both reviewers gave a verdict)."""
+    fields = answer_report_fields(project.schema)
     assignment, answer, case = Assignment._meta.db_table, Answer._meta.db_table, Case._meta.db_table
     sql = f"""
         WITH firsts AS ({_first_two_sql()})
@@ -201,10 +228,11 @@ def aligned_answers(project: Project) -> dict[str, Aligned]:
                 out["abstention"].add(abs_a, abs_b, answer_id, *flags, pair)
     for aligned in out.values():
         aligned.freeze()
-    return out
+    return {name: out[name] for name in fields}
 
 
 def _field_report(name: str, data: Aligned, mask, *, n_boot: int, seed: int) -> dict:
+    # Fields share their weighting by name; support's labels are the project's scale.
     result = field_agreement_encoded(
         data.a[mask],
         data.b[mask],
@@ -218,10 +246,12 @@ def _field_report(name: str, data: Aligned, mask, *, n_boot: int, seed: int) -> 
 
 
 def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """The `agreement --json` shape of SPEC.md, plus evidence overlap per slice."""
+    """The `agreement --json` shape of SPEC.md, plus evidence overlap per slice (where the
+    project labels evidence). Fields outside the project's label schema are absent."""
+    schema = project.schema
     claims, evidence = aligned_claims(project)
     aligned = {**claims, **aligned_answers(project)}
-    fields = (*CLAIM_REPORT_FIELDS, *ANSWER_REPORT_FIELDS)
+    fields = tuple(aligned)
     report: dict = {"project": project.slug, "slices": {}, "pairs": []}
     for slice_name in SLICES:
         section = {
@@ -230,8 +260,8 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             )
             for name in fields
         }
-        overlap = evidence_overlap(*evidence.in_slice(slice_name))
-        section["evidence"] = {"n": overlap.n, "mean_jaccard": overlap.mean_jaccard}
+        if schema.claim("evidence"):
+            section["evidence"] = evidence_overlap(*evidence.in_slice(slice_name)).as_dict()
         report["slices"][slice_name] = section
     pairs = set().union(*(d.pairs() for d in aligned.values()))
     names = _usernames({r for pair in pairs for r in pair})

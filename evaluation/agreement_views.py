@@ -15,6 +15,7 @@ from evaluation.agreement_report import agreement_report
 
 FIELD_TITLES = {
     "support": "Support",
+    "support_binary": "Support (supported vs unsupported)",
     "severity": "Severity",
     "requires_evidence": "Needs evidence",
     "citation": "Citation verdict",
@@ -29,6 +30,7 @@ SHORT_LABELS = {
     "supported": "supp.",
     "contradicted": "contra.",
     "insufficient_evidence": "insuff.",
+    "unsupported": "unsupp.",
     "supports": "supp.",
     "does_not_support": "not supp.",
     "citation_not_found": "not found",
@@ -56,9 +58,13 @@ def _heat(confusion: dict) -> list[tuple[str, str, list[tuple[int, float]]]]:
 
 
 def _rows(fields: dict) -> list[dict]:
+    """The report's fields in a fixed order; a field outside the project's schema is absent
+    from the report and so from the table."""
     rows = []
     for name, title in FIELD_TITLES.items():
-        stats = fields[name]
+        stats = fields.get(name)
+        if stats is None:
+            continue
         raw = stats["raw_agreement"]
         matches = None if raw is None else round(raw * stats["n"])
         rows.append(
@@ -87,7 +93,7 @@ def agreement(request, project, role):
     everything = report["slices"]["all"]
     doubly = any(stats.get("n") for stats in everything.values() if isinstance(stats, dict))
     slices = [  # none at all when nothing is doubly labelled: the page says so instead
-        {"name": name, "rows": _rows(fields), "evidence": fields["evidence"]}
+        {"name": name, "rows": _rows(fields), "evidence": fields.get("evidence")}
         for name, fields in report["slices"].items()
         if doubly
     ]
@@ -121,7 +127,9 @@ def _csv(project, report) -> HttpResponse:
     scopes += [(" vs ".join(p["reviewers"]), p) for p in report["pairs"]]
     for scope, fields in scopes:
         for name in FIELD_TITLES:
-            s = fields[name]
+            s = fields.get(name)
+            if s is None:
+                continue
             ci = s["ci95"] or [None, None]
             prevalence = s.get("prevalence") or {}
             writer.writerow(

@@ -1,23 +1,30 @@
 """Model judge versus gold: confusion, kappa, per-label scores, and corrected prevalence.
 
 Pure functions, no Django import. Definitions follow SPEC.md "Model judges": for claim support
-the positive class is **unsupported** (contradicted or insufficient_evidence); the share of
-unsupported claims among the judge-only target is corrected by Rogan–Gladen and by
-prediction-powered inference (PPI) using the gold items the judge also labelled.
+the positive class is **unsupported** (contradicted, insufficient_evidence, or a binary
+'unsupported'); the share of unsupported claims among the target is corrected by Rogan–Gladen
+and by prediction-powered inference (PPI) using the gold items the judge also labelled.
+
+Both corrections assume the gold items and the target are random samples of one population.
+``calibration_population`` chooses them so that they are: claims whose reviewers disagree are
+the hard ones, not a random sample, so an answer with a pending dispute (or with a single
+reviewer) belongs to neither side and is counted apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
-from evaluation.agreement import SUPPORT, Weighting, cohen_kappa, encode_labels
+from annotate.schema import support_binary
+from evaluation.agreement import SUPPORT, Weighting, cohen_kappa
 
-UNSUPPORTED = ("contradicted", "insufficient_evidence")
+UNSUPPORTED = ("contradicted", "insufficient_evidence", "unsupported")
 Z_95 = 1.96  # as written in SPEC.md, so reports can be checked by hand
 
 
@@ -26,9 +33,13 @@ class CalibrationRefused(ValueError):
 
 
 def unsupported_indicator(labels: Sequence[str]) -> np.ndarray:
-    """Boolean array: True where a support label is unsupported (the positive class)."""
-    idx = encode_labels(labels, SUPPORT, "support labels")
-    return idx != SUPPORT.index("supported")
+    """Boolean array: True where a support label is unsupported (the positive class), on
+    either scale. A label outside both scales is a ValueError naming it."""
+    binary = [support_binary(label) for label in labels]
+    unknown = sorted({repr(lab) for lab, b in zip(labels, binary, strict=True) if b is None})
+    if unknown:
+        raise ValueError(f"support labels outside the vocabulary: {', '.join(unknown)}")
+    return np.fromiter((b == "unsupported" for b in binary), dtype=bool, count=len(binary))
 
 
 def _as_bool(values: Any, name: str) -> np.ndarray:
@@ -365,3 +376,72 @@ def corrected_estimates(
     except CalibrationRefused as refusal:
         result["ppi"] = {"refused": str(refusal)}
     return result
+
+
+# --- Who is gold, who is target --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PopulationClaim:
+    """What the population rule needs to know of one claim."""
+
+    claim: Hashable
+    answer: Hashable
+    reviewers: int  # submitted label sets on the claim's answer
+    decided: bool  # its gold support_binary is decided (agreed or adjudicated)
+    judged: bool  # the judge gave it a scored (ok) label
+
+
+@dataclass
+class Population:
+    """The two random samples of one population that the corrections compare, and what was
+    left out of both. ``excluded`` counts judged claims; ``disputes`` counts answers."""
+
+    gold: list[Hashable] = field(default_factory=list)
+    target: list[Hashable] = field(default_factory=list)
+    excluded: dict[str, int] = field(
+        default_factory=lambda: {"pending_dispute": 0, "single_reviewer": 0}
+    )
+    disputes: int = 0
+
+    @property
+    def provisional(self) -> bool:
+        return self.disputes > 0
+
+    @property
+    def provisional_reason(self) -> str | None:
+        if not self.disputes:
+            return None
+        plural = "s" if self.disputes != 1 else ""
+        return (
+            f"{self.disputes} dispute{plural} pending: the estimate may move once "
+            f"{'they are' if plural else 'it is'} adjudicated"
+        )
+
+
+def calibration_population(claims: Iterable[PopulationClaim]) -> Population:
+    """Sort claims into gold items and target (SPEC.md "Model judges").
+
+    - **gold**: the claims of answers labelled by two reviewers whose support_binary is
+      decided for every claim (all of them, judged or not: the caller scores the judged);
+    - **target**: the claims the judge labelled in answers **no reviewer has labelled**;
+    - **excluded**: the judged claims of answers with a pending dispute (two reviewers, some
+      claim undecided) or with a single reviewer: not a random sample of either side.
+    """
+    by_answer: dict[Hashable, list[PopulationClaim]] = defaultdict(list)
+    for claim in claims:
+        by_answer[claim.answer].append(claim)
+    population = Population()
+    for answer_claims in by_answer.values():
+        reviewers = answer_claims[0].reviewers
+        judged = sum(c.judged for c in answer_claims)
+        if reviewers == 0:
+            population.target.extend(c.claim for c in answer_claims if c.judged)
+        elif reviewers == 1:
+            population.excluded["single_reviewer"] += judged
+        elif all(c.decided for c in answer_claims):
+            population.gold.extend(c.claim for c in answer_claims)
+        else:
+            population.excluded["pending_dispute"] += judged
+            population.disputes += 1
+    return population

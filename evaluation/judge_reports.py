@@ -5,28 +5,38 @@ the reviewers' labels and the leads' decisions): a run re-scored after an adjudi
 the change. The statistics are evaluation.calibration's and evaluation.agreement's pure
 functions; this module only chooses the items and hands them the right arrays.
 
-Items, for claim support (SPEC.md "Model judges"):
-- **gold items** are the claims of the chosen split whose gold support is decided (agreed or
-  adjudicated). Each is *scored* (the judge gave an ok label), *malformed*, *timed out* or
-  *missing* (no verdict); n counts the scored ones and coverage = n / gold items;
-- the **target** is every claim the judge labelled (ok) that has no gold support yet, in any
-  split: the population whose unsupported share the corrected estimates are about.
+Items, for claim support (SPEC.md "Model judges"; evaluation.calibration.calibration_population):
+- **gold items** are the claims of the chosen split in answers labelled by two reviewers whose
+  support_binary is decided for every claim. Each is *scored* (the judge gave an ok label),
+  *malformed*, *timed out* or *missing* (no verdict); n counts the scored ones and
+  coverage = n / gold items;
+- the **target** is every claim the judge labelled (ok) in an answer no reviewer has labelled,
+  in any split: the population whose unsupported share the corrected estimates are about;
+- claims of answers with a pending dispute or a single reviewer belong to neither and are
+  counted (`excluded`); while a dispute is pending the estimate is `provisional`.
+
+The binary figures (TPR, TNR, the corrections) read support_binary and are defined for every
+judge. The three-way ones (accuracy, kappa, confusion over supported / contradicted /
+insufficient evidence) need a three-way project and a judge that answered on that scale; a
+binary judge's are undefined and say so, and a binary project's are its binary figures.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.db.models import Count
 from django.db.models.functions import Length
 from django.urls import NoReverseMatch, reverse
 from scipy.stats import binomtest
 
 from annotate.gold import ItemPair, judge_split, pairs_for_project
-from annotate.models import Answer, Citation, Claim, Project, RetrievedPassage
+from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
+from annotate.schema import BINARY, UNSUPPORTED, support_binary
 from evaluation.agreement import (
     RELEVANCE,
     SMALL_SAMPLE_N,
@@ -35,7 +45,9 @@ from evaluation.agreement import (
     field_agreement,
 )
 from evaluation.calibration import (
+    PopulationClaim,
     binary_rates,
+    calibration_population,
     corrected_estimates,
     judge_report,
     unsupported_indicator,
@@ -80,11 +92,20 @@ class ProjectGold:
     claims: dict[int, ClaimInfo]
     claim_pairs: dict[int, ItemPair]
     answer_pairs: dict[int, ItemPair]
+    reviewers: dict[int, int] = field(default_factory=dict)  # answer pk -> submitted sets
 
     def gold_support(self, claim_pk: int) -> str | None:
+        """The decided support on the project's scale, or None."""
         pair = self.claim_pairs.get(claim_pk)
         value = pair.gold.get("support") if pair else None
-        return value if value in SUPPORT else None
+        return value if value in self.project.schema.support_labels else None
+
+    def gold_binary(self, claim_pk: int) -> str | None:
+        """The decided support_binary, or None (decided on its own: two reviewers who both
+        say unsupported agree on it whatever the subtype)."""
+        pair = self.claim_pairs.get(claim_pk)
+        value = pair.gold.get("support_binary") if pair else None
+        return value if value in BINARY else None
 
     def claims_in(self, split: str) -> list[ClaimInfo]:
         """Claims of the split, in answer and claim order."""
@@ -131,12 +152,20 @@ def load_gold(project: Project) -> ProjectGold:
         ).values_list("pk", "answer_id", "ordinal", "text")
     }
     answer_pairs, claim_pairs = pairs_for_project(project)
+    reviewers = dict(
+        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .order_by()
+        .values_list("answer_id", "n")
+    )
     return ProjectGold(
         project=project,
         answers=answers,
         claims=claims,
         claim_pairs={p.claim_id: p for p in claim_pairs},
         answer_pairs={p.answer_id: p for p in answer_pairs},
+        reviewers=reviewers,
     )
 
 
@@ -195,27 +224,48 @@ def _rate(part: int, whole: int) -> float | None:
 
 @dataclass(slots=True)
 class Scored:
+    """A gold item the judge labelled: gold and judge on the binary scale always, on the
+    three-way scale where both have one (the judge's label as given)."""
+
     claim: ClaimInfo
     pair: ItemPair
     verdict: dict[str, Any]
-
-    @property
-    def gold(self) -> str:
-        return self.pair.gold["support"]
+    gold_binary: str
+    gold_support: str | None  # the decided support on the project's scale, or None
 
     @property
     def judge(self) -> str:
         return self.verdict["label"]
 
+    @property
+    def judge_binary(self) -> str:
+        return support_binary(self.verdict["label"])
+
+
+def population(gold: ProjectGold, verdicts: RunVerdicts):
+    """evaluation.calibration.calibration_population over every claim of the project."""
+    return calibration_population(
+        PopulationClaim(
+            claim=claim.pk,
+            answer=claim.answer.pk,
+            reviewers=gold.reviewers.get(claim.answer.pk, 0),
+            decided=gold.gold_binary(claim.pk) is not None,
+            judged=verdicts.claims.get(claim.pk, {}).get("status") == OK,
+        )
+        for claim in gold.claims.values()
+    )
+
 
 def _score_items(
-    gold: ProjectGold, verdicts: RunVerdicts, split: str
+    gold: ProjectGold, verdicts: RunVerdicts, split: str, gold_pks=None
 ) -> tuple[list[Scored], dict[str, int]]:
-    """The split's gold claims the judge labelled (ok), and how the others were lost."""
+    """The split's gold items the judge labelled (ok), and how the others were lost."""
+    if gold_pks is None:
+        gold_pks = set(population(gold, verdicts).gold)
     scored: list[Scored] = []
     lost = {"malformed": 0, "timeouts": 0, "missing": 0, "gold_items": 0}
     for claim in gold.claims_in(split):
-        if gold.gold_support(claim.pk) is None:
+        if claim.pk not in gold_pks:
             continue
         lost["gold_items"] += 1
         verdict = verdicts.claims.get(claim.pk)
@@ -226,8 +276,39 @@ def _score_items(
         elif verdict["status"] == TIMEOUT:
             lost["timeouts"] += 1
         else:
-            scored.append(Scored(claim, gold.claim_pairs[claim.pk], verdict))
+            scored.append(
+                Scored(
+                    claim,
+                    gold.claim_pairs[claim.pk],
+                    verdict,
+                    gold.gold_binary(claim.pk),
+                    gold.gold_support(claim.pk),
+                )
+            )
     return scored, lost
+
+
+def judge_scale(project: Project, scored_labels: Iterable[str]) -> tuple[str, str | None]:
+    """The scale a judge is scored on, and why three-way figures are undefined if they are:
+    three-way in a three-way project whose judge answered on that scale, else binary."""
+    if project.schema.binary:
+        return "binary", None
+    if any(label == UNSUPPORTED for label in scored_labels):
+        return "binary", (
+            "a binary judge: it answered 'unsupported', so its three-way accuracy and kappa "
+            "are not defined (its binary figures are)"
+        )
+    return "three_way", None
+
+
+def _on_scale(scored: list[Scored], scale: str) -> tuple[list[str], list[str]]:
+    """(gold, judge) labels of the scored items on a scale; on the three-way scale only the
+    items whose three-way gold is decided (both reviewers said unsupported but differ in
+    subtype: binary gold, three-way still pending)."""
+    if scale == "binary":
+        return [s.gold_binary for s in scored], [s.judge_binary for s in scored]
+    pairs = [(s.gold_support, s.judge) for s in scored if s.gold_support in SUPPORT]
+    return [g for g, _ in pairs], [j for _, j in pairs]
 
 
 def calibration_report(
@@ -243,26 +324,44 @@ def calibration_report(
     project = run.project
     gold = gold or load_gold(project)
     verdicts = load_verdicts(run)
-    scored, lost = _score_items(gold, verdicts, split)
-    gold_labels = [s.gold for s in scored]
-    judge_labels = [s.judge for s in scored]
-    report = judge_report(gold_labels, judge_labels, SUPPORT)
-    rates = binary_rates(gold_labels, judge_labels)
+    chosen = population(gold, verdicts)
+    scored, lost = _score_items(gold, verdicts, split, set(chosen.gold))
+    judged_labels = [v["label"] for v in verdicts.claims.values() if v["status"] == OK]
+    scale, undefined = judge_scale(project, judged_labels)
+
+    binary_gold = [s.gold_binary for s in scored]
+    binary_judge = [s.judge_binary for s in scored]
+    binary = judge_report(binary_gold, binary_judge, BINARY)
+    rates = binary_rates(binary_gold, binary_judge)
+    if undefined:
+        # A binary judge in a three-way project: no three-way figure at all, never a number.
+        report = None
+    elif scale == "binary":
+        report = binary
+    else:
+        report = judge_report(*_on_scale(scored, "three_way"), SUPPORT)
     human = _human_agreement(gold, split, n_boot=min(n_boot, 1000), seed=seed)
 
-    target = [
-        v["label"]
-        for claim_pk, v in sorted(verdicts.claims.items())
-        if v["status"] == OK and gold.gold_support(claim_pk) is None
-    ]
+    target = [verdicts.claims[pk]["label"] for pk in sorted(chosen.target)]
     corrected = corrected_estimates(
-        unsupported_indicator(gold_labels),
-        unsupported_indicator(judge_labels),
+        unsupported_indicator(binary_gold),
+        unsupported_indicator(binary_judge),
         unsupported_indicator(target),
         n_boot=n_boot,
         seed=seed,
     )
-    n = report.n
+    corrected.update(
+        excluded=dict(chosen.excluded),
+        disputes_pending=chosen.disputes,
+        provisional=chosen.provisional,
+        provisional_reason=chosen.provisional_reason,
+    )
+    n = rates.n
+    disagreement_labels = (
+        [(s.gold_binary, s.judge_binary) for s in scored]
+        if scale == "binary"
+        else [(s.gold_support, s.judge) for s in scored]
+    )
     return {
         "project": project.slug,
         "judge": run.name,
@@ -270,6 +369,7 @@ def calibration_report(
         "model_version": run.model_version,
         "prompt_sha256": run.prompt_sha256,
         "split": split,
+        "scale": scale,
         "gold_items": lost["gold_items"],
         "n": n,
         "malformed": lost["malformed"],
@@ -277,23 +377,35 @@ def calibration_report(
         "missing": lost["missing"],
         "coverage": _rate(n, lost["gold_items"]),
         "small_sample": n < SMALL_SAMPLE_N,
-        "accuracy": report.accuracy,
-        "kappa": report.kappa,
-        "kappa_undefined_reason": report.kappa_undefined_reason,
+        "accuracy": report.accuracy if report else None,
+        "kappa": report.kappa if report else None,
+        "kappa_undefined_reason": undefined or (report.kappa_undefined_reason if report else None),
+        "scale_n": report.n if report else 0,
         "human_kappa": human["kappa"],
         "human_agreement": human,
         "tpr": rates.tpr,
         "tnr": rates.tnr,
         "rates": rates.as_dict(),
-        "confusion": {
-            "labels": list(report.labels),
-            "matrix": [list(row) for row in report.matrix],
+        "confusion": (
+            {"labels": list(report.labels), "matrix": [list(row) for row in report.matrix]}
+            if report
+            else None
+        ),
+        "per_label": report.as_dict()["per_label"] if report else [],
+        "binary": {
+            "n": binary.n,
+            "accuracy": binary.accuracy,
+            "kappa": binary.kappa,
+            "kappa_undefined_reason": binary.kappa_undefined_reason,
+            "confusion": {
+                "labels": list(binary.labels),
+                "matrix": [list(row) for row in binary.matrix],
+            },
         },
-        "per_label": report.as_dict()["per_label"],
         "disagreements": [
-            _item(project, run, s.claim, gold=s.gold, judge=s.judge, pair=s.pair, verdict=s.verdict)
-            for s in scored
-            if s.gold != s.judge
+            _item(project, run, s.claim, gold=g, judge=j, pair=s.pair, verdict=s.verdict)
+            for s, (g, j) in zip(scored, disagreement_labels, strict=True)
+            if g is not None and g != j
         ],
         "corrected": corrected,
         "bias": _bias(gold, verdicts, scored),
@@ -322,24 +434,42 @@ def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, **labels) 
 
 
 def _human_agreement(gold: ProjectGold, split: str, *, n_boot: int, seed: int) -> dict:
-    """Reviewer A versus reviewer B on support over the split's doubly-labelled claims: the
-    ceiling a judge can be expected to reach against gold."""
+    """Reviewer A versus reviewer B on support (the project's scale) over the split's
+    doubly-labelled claims: the ceiling a judge can be expected to reach against gold. The
+    same on support_binary under `binary`, the ceiling of a binary judge."""
+    labels = gold.project.schema.support_labels
     pairs = [
         p
         for p in gold.claim_pairs.values()
         if in_split(gold.answers[p.answer_id].split, split)
-        and p.a.get("support") in SUPPORT
-        and p.b.get("support") in SUPPORT
+        and p.a.get("support") in labels
+        and p.b.get("support") in labels
     ]
     pairs.sort(key=lambda p: (p.answer_id, p.ordinal))
+    groups = [p.answer_id for p in pairs]
     result = field_agreement(
         [p.a["support"] for p in pairs],
         [p.b["support"] for p in pairs],
-        labels=SUPPORT,
-        groups=[p.answer_id for p in pairs],
+        labels=labels,
+        groups=groups,
         n_boot=n_boot,
         seed=seed,
     )
+    binary = field_agreement(
+        [support_binary(p.a["support"]) for p in pairs],
+        [support_binary(p.b["support"]) for p in pairs],
+        labels=BINARY,
+        groups=groups,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    return {
+        **_agreement_dict(result),
+        "binary": _agreement_dict(binary),
+    }
+
+
+def _agreement_dict(result) -> dict:
     return {
         "n": result.n,
         "raw_agreement": result.raw_agreement,
@@ -383,7 +513,10 @@ def _bias(gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored]) -> dic
     judged = [
         (gold.claims[pk], v["label"]) for pk, v in verdicts.claims.items() if v["status"] == OK
     ]
-    on_gold = [(s.claim, s.gold, s.judge) for s in scored]
+    # Pass = supported, on gold and for the judge alike: the binary reading works for judges
+    # and projects of either scale.
+    judged = [(claim, support_binary(label)) for claim, label in judged]
+    on_gold = [(s.claim, s.gold_binary, s.judge_binary) for s in scored]
 
     lengths = sorted({c.answer.pk: c.answer.length for c, _ in judged}.values())
     cuts = np.quantile(lengths, [1 / 3, 2 / 3]).tolist() if lengths else [0.0, 0.0]
@@ -534,7 +667,9 @@ def compare_runs(
     """Two runs of one project on the same gold items: the split's gold claims both labelled.
 
     Besides each run's accuracy and kappa on those items, the discordant items decide which is
-    better: an exact McNemar test on the claims exactly one of them gets right.
+    better: an exact McNemar test on the claims exactly one of them gets right. Both are scored
+    on the three-way scale when the project and both judges are three-way (on the items whose
+    three-way gold is decided), else on support_binary.
     """
     check_split(split)
     if run_a.project_id != run_b.project_id:
@@ -544,17 +679,27 @@ def compare_runs(
     va, vb = load_verdicts(run_a), load_verdicts(run_b)
     scored_a, _ = _score_items(gold, va, split)
     scored_b = {s.claim.pk: s for s in _score_items(gold, vb, split)[0]}
+    labels = [v["label"] for v in (*va.claims.values(), *vb.claims.values()) if v["status"] == OK]
+    scale, _ = judge_scale(project, labels)
     both = [(s, scored_b[s.claim.pk]) for s in scored_a if s.claim.pk in scored_b]
-    g = [a.gold for a, _ in both]
-    report_a = judge_report(g, [a.judge for a, _ in both], SUPPORT)
-    report_b = judge_report(g, [b.judge for _, b in both], SUPPORT)
-    right_a = np.array([a.judge == a.gold for a, _ in both], dtype=bool)
-    right_b = np.array([b.judge == b.gold for _, b in both], dtype=bool)
+    if scale == "three_way":
+        both = [(a, b) for a, b in both if a.gold_support in SUPPORT]
+        g = [a.gold_support for a, _ in both]
+        judged_a, judged_b = [a.judge for a, _ in both], [b.judge for _, b in both]
+    else:
+        g = [a.gold_binary for a, _ in both]
+        judged_a, judged_b = [a.judge_binary for a, _ in both], [b.judge_binary for _, b in both]
+    vocabulary = SUPPORT if scale == "three_way" else BINARY
+    report_a = judge_report(g, judged_a, vocabulary)
+    report_b = judge_report(g, judged_b, vocabulary)
+    right_a = np.array([j == x for j, x in zip(judged_a, g, strict=True)], dtype=bool)
+    right_b = np.array([j == x for j, x in zip(judged_b, g, strict=True)], dtype=bool)
     only_a, only_b = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
     discordant = only_a + only_b
     return {
         "project": project.slug,
         "split": split,
+        "scale": scale,
         "n": len(both),
         "a": _compare_side(run_a, report_a, len(scored_a)),
         "b": _compare_side(run_b, report_b, len(scored_b)),
@@ -564,9 +709,11 @@ def compare_runs(
         "both_wrong": int((~right_a & ~right_b).sum()),
         "mcnemar_p": binomtest(only_a, discordant, 0.5).pvalue if discordant else None,
         "differences": [
-            _item(project, run_a, a.claim, gold=a.gold, a=a.judge, b=b.judge, pair=a.pair)
-            for a, b in both
-            if a.judge != b.judge
+            _item(project, run_a, a.claim, gold=gold_label, a=label_a, b=label_b, pair=a.pair)
+            for (a, _), gold_label, label_a, label_b in zip(
+                both, g, judged_a, judged_b, strict=True
+            )
+            if label_a != label_b
         ],
     }
 
@@ -645,6 +792,7 @@ def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> l
                 ],
                 "claim": claim.text,
                 "label": pair.gold["support"],
+                "label_binary": support_binary(pair.gold["support"]),
                 "evidence_ids": _gold_evidence_ids(pair),
                 "quote": quote or "",
                 "rationale": rationale,
@@ -665,13 +813,23 @@ class ClaimRow:
 
     @property
     def gold(self) -> str | None:
-        value = self.pair.gold.get("support") if self.pair else None
-        return value if value in SUPPORT else None
+        """The decided support; while only support_binary is decided (both reviewers said
+        unsupported, in different words), that."""
+        if not self.pair:
+            return None
+        value = self.pair.gold.get("support")
+        if support_binary(value) is not None:
+            return value
+        binary = self.pair.gold.get("support_binary")
+        return binary if binary in BINARY else None
 
     @property
     def agrees(self) -> bool | None:
+        """Whether the verdict matches gold, on the finer scale both of them have."""
         if self.gold is None or self.verdict is None or self.verdict.status != OK:
             return None
+        if UNSUPPORTED in (self.gold, self.verdict.label):
+            return support_binary(self.verdict.label) == support_binary(self.gold)
         return self.verdict.label == self.gold
 
 

@@ -151,7 +151,7 @@ def judge_run(request, project, role, run_pk):
         "run": run,
         "split_form": split_form,
         "r": report,
-        "confusion": _confusion_rows(report["confusion"]),
+        "confusion": _confusion_rows(report["confusion"] or report["binary"]["confusion"]),
         "relevance_confusion": _confusion_rows(report["relevance"]["confusion"]),
         "per_label": report["per_label"],
         "settings_json": json.dumps(run.settings, ensure_ascii=False, sort_keys=True),

@@ -27,11 +27,11 @@ from annotate.bundles import BundleError, BundleInvalid, JsonLines, kind_of, quo
 from annotate.models import Answer, Claim, Passage, Project, Variant
 from annotate.schema import SCALES, UNSUPPORTED
 from evaluation.agreement import RELEVANCE
+from evaluation.models import JudgeRun, Verdict
 
 # A judge may answer on the three-way scale or the binary one (supported / unsupported) in
 # any project: a binary judge's three-way figures are then undefined, its binary ones are not.
 JUDGE_LABELS = (*SCALES["three_way"], UNSUPPORTED)
-from evaluation.models import JudgeRun, Verdict
 
 RUN_FIELDS = ({"judge", "model", "prompt"}, {"model_version", "settings"})
 VERDICT_FIELDS = (

@@ -39,7 +39,8 @@
 
   function highlight() {
     const form = selected === null ? null : formFor(selected);
-    const quote = form ? normalise(form.querySelector(".quote-input").value) : "";
+    const quoteInput = form && form.querySelector(".quote-input");
+    const quote = quoteInput ? normalise(quoteInput.value) : "";
     const evidence = form
       ? Array.from(form.querySelectorAll("input[name=evidence_ids]:checked")).map((i) => i.value)
       : [];
@@ -76,6 +77,7 @@
 
   function cycleSeverity(form) {
     const options = Array.from(form.querySelectorAll('input[name="severity"]'));
+    if (!options.length) return;
     const current = options.findIndex((o) => o.checked);
     options[(current + 1) % options.length].checked = true;
     change(form);
@@ -101,8 +103,9 @@
       return;
     }
     if (!form) return;
-    const support = { 1: "supported", 2: "contradicted", 3: "insufficient_evidence" }[key];
-    if (support) { setRadio(form, "support", support); event.preventDefault(); return; }
+    // The support choices carry their key (1 2 3, or 1 2 on a binary scale).
+    const support = form.querySelector(`input[name="support"][data-key="${CSS.escape(key)}"]`);
+    if (support) { setRadio(form, "support", support.value); event.preventDefault(); return; }
     if (key === "s") { cycleSeverity(form); event.preventDefault(); return; }
     if (key === "e") {
       const box = form.querySelector('input[name="requires_evidence"]');
@@ -135,7 +138,7 @@
     if (!text) return;
     const form = formFor(selected);
     const quote = form.querySelector(".quote-input");
-    if (quote.disabled) return;
+    if (!quote || quote.disabled) return;
     quote.value = text;
     const box = form.querySelector(`input[name="evidence_ids"][value="${CSS.escape(passage.dataset.passage)}"]`);
     if (box) box.checked = true;

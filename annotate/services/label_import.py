@@ -22,13 +22,13 @@ from annotate.models import (
     Project,
     Role,
 )
+from annotate.schema import LabelSchema
 from annotate.services.labelling import (
     LabelErrors,
     check_answer_label,
     check_claim_label,
     default_citation_verdicts,
     label_snapshot,
-    shown_passages,
 )
 from annotate.services.opening import _SECRET_RANDOM
 
@@ -63,11 +63,18 @@ class LabelImportResult:
 
 def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImportResult:
     """Import reviewers' submitted labels (SPEC.md format), validated like the browser's
-    submissions. All or nothing: raises BundleInvalid listing every problem by line."""
+    submissions and under the project's label schema. All or nothing: raises BundleInvalid
+    listing every problem by line.
+
+    Label sets are written under the same row locks as live labelling takes (the answers'),
+    and the overlap is counted again under them: a reviewer who took the answer in the
+    browser while the file was being checked makes the import refuse that line, never gives
+    the answer a third label set."""
     if project.state == Project.State.DRAFT:
         raise BundleInvalid(
             [BundleError(0, "Labelling is not open: open it first so that the claims are locked.")]
         )
+    schema = project.schema
     reviewers = {
         m.user.username: m.user
         for m in project.memberships.filter(role=Role.REVIEWER).select_related("user")
@@ -86,49 +93,41 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
         a.answer_id for a in existing.values() if a.status != Assignment.Status.RELEASED
     )
     errors: list[BundleError] = []
-    pending: list[tuple[Assignment, list[ClaimLabel], dict]] = []
+    pending: list[_Pending] = []
     seen: dict[tuple[str, str], int] = {}
     result = LabelImportResult()
     for number, obj in JsonLines(lines, errors):
-        problems: list[str] = []
-        for key in sorted(set(obj) - LABEL_FIELDS):
-            problems.append(f"unknown field '{key}'")
-        answer = answers.get(obj.get("answer_id"))
-        user = reviewers.get(obj.get("reviewer"))
+        problems: list[str] = [f"unknown field '{key}'" for key in sorted(set(obj) - LABEL_FIELDS)]
+        problems += _off_fields(obj, schema)
+        answer_id, username = obj.get("answer_id"), obj.get("reviewer")
+        answer = answers.get(answer_id) if isinstance(answer_id, str) else None
+        user = reviewers.get(username) if isinstance(username, str) else None
         if answer is None:
-            problems.append(f"unknown answer_id {obj.get('answer_id')!r}")
+            problems.append(f"unknown answer_id {answer_id!r}")
         if user is None:
-            problems.append(f"{obj.get('reviewer')!r} is not a reviewer of this project")
-        if answer is None or user is None:
+            problems.append(f"{username!r} is not a reviewer of this project")
+        if answer is None:
+            # Without its answer the claims cannot be checked; everything else was.
+            errors.extend(BundleError(number, p) for p in problems)
+            continue
+        assignment = Assignment(project=project, answer=answer, reviewer=user)
+        problems += _answer_values(obj, assignment)
+        labels, label_problems = _parse_claim_labels(obj.get("claims"), answer, schema)
+        problems += label_problems
+        found = LabelErrors()
+        check_answer_label(assignment, schema=schema, complete=True, errors=found)
+        shown = _shown(answer)
+        for label in labels:
+            check_claim_label(label, label.claim, shown, schema=schema, complete=True, errors=found)
+        problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
+        if user is None:
             errors.extend(BundleError(number, p) for p in problems)
             continue
         key = (answer.answer_id, user.username)
         if key in seen:
             problems.append(f"{user.username} labels this answer twice (first on line {seen[key]})")
         seen.setdefault(key, number)
-        assignment = Assignment(
-            project=project,
-            answer=answer,
-            reviewer=user,
-            relevance=obj.get("relevance"),
-            abstention=obj.get("abstention") or "",
-            failure_labels=obj.get("failure_labels") or [],
-            note=obj.get("note") or "",
-        )
-        if not isinstance(assignment.relevance, (int, type(None))) or isinstance(
-            assignment.relevance, bool
-        ):
-            problems.append("'relevance' must be 0, 1 or 2")
-            assignment.relevance = None
-        labels, label_problems = _parse_claim_labels(obj.get("claims"), answer)
-        problems += label_problems
-        found = LabelErrors()
-        check_answer_label(assignment, complete=True, errors=found)
-        shown = shown_passages(answer)
-        for label in labels:
-            check_claim_label(label, label.claim, shown, complete=True, errors=found)
-        problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
-        snapshot = label_snapshot(assignment, labels)
+        snapshot = label_snapshot(assignment, labels, schema)
         previous = existing.get((answer.pk, user.pk))
         if previous is not None:
             last = previous.revisions.order_by("-number").first()
@@ -144,26 +143,28 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
         if problems:
             errors.extend(BundleError(number, p) for p in problems)
         else:
-            pending.append((assignment, labels, snapshot))
+            pending.append(_Pending(number, assignment, labels, snapshot))
     if errors:
         raise BundleInvalid(errors)
     # The file's order is often case by case, variant by variant: neither the rows' ids nor
     # their times may keep it, or a reviewer's task list would replay it.
     _SECRET_RANDOM.shuffle(pending)
     with transaction.atomic():
+        _recount_under_locks(project, pending)
         now = timezone.now()
-        for assignment, labels, snapshot in pending:
+        for item in pending:
+            assignment = item.assignment
             assignment.status = Assignment.Status.SUBMITTED
             assignment.submitted_at = now
             assignment.revision = 1
             assignment.save()
-            for label in labels:
+            for label in item.labels:
                 label.assignment = assignment
-            ClaimLabel.objects.bulk_create(labels)
+            ClaimLabel.objects.bulk_create(item.labels)
             LabelRevision.objects.create(
-                assignment=assignment, number=1, labels=snapshot, source="import"
+                assignment=assignment, number=1, labels=item.snapshot, source="import"
             )
-        pks = [a.pk for a, _, _ in pending]
+        pks = [item.assignment.pk for item in pending]
         for start in range(0, len(pks), 500):  # SQLite caps the parameters of one query
             Assignment.objects.filter(pk__in=pks[start : start + 500]).update(
                 taken_at=now,
@@ -173,49 +174,196 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     return result
 
 
+@dataclass
+class _Pending:
+    line: int
+    assignment: Assignment
+    labels: list[ClaimLabel]
+    snapshot: dict
+
+
+def _recount_under_locks(project: Project, pending: list[_Pending]) -> None:
+    """Lock the answers about to get a label set, as next_task does, and check the overlap
+    and the reviewer's own assignment again: the file was checked before any lock was held."""
+    answer_pks = sorted({item.assignment.answer_id for item in pending})
+    for start in range(0, len(answer_pks), 500):
+        list(
+            Answer.objects.select_for_update()
+            .filter(pk__in=answer_pks[start : start + 500])
+            .values_list("pk", flat=True)
+        )
+    holding: Counter = Counter()
+    taken: set[tuple[int, int]] = set()
+    for start in range(0, len(answer_pks), 500):
+        rows = (
+            Assignment.objects.filter(answer_id__in=answer_pks[start : start + 500])
+            .exclude(status=Assignment.Status.RELEASED)
+            .values_list("answer_id", "reviewer_id")
+        )
+        for answer_pk, reviewer_pk in rows:
+            holding[answer_pk] += 1
+            taken.add((answer_pk, reviewer_pk))
+    errors = []
+    for item in sorted(pending, key=lambda p: p.line):
+        answer_pk, reviewer_pk = item.assignment.answer_id, item.assignment.reviewer_id
+        if (answer_pk, reviewer_pk) in taken:
+            errors.append(
+                BundleError(
+                    item.line,
+                    f"{item.assignment.reviewer.username} took this answer in the browser "
+                    "while the file was being imported",
+                )
+            )
+        elif holding[answer_pk] >= project.overlap:
+            errors.append(
+                BundleError(
+                    item.line,
+                    f"this answer reached the project's overlap ({project.overlap}) while the "
+                    "file was being imported",
+                )
+            )
+        holding[answer_pk] += 1
+    if errors:
+        raise BundleInvalid(errors)
+
+
+def _given(value) -> bool:
+    return value not in (None, "", [], {})
+
+
+def _off_fields(obj: dict, schema: LabelSchema) -> list[str]:
+    return [
+        f"'{key}' is not labelled in this project (its label schema: {schema.describe()})"
+        for key in ("relevance", "abstention", "failure_labels")
+        if key in obj and _given(obj[key]) and not schema.answer(key)
+    ]
+
+
+def _answer_values(obj: dict, assignment: Assignment) -> list[str]:
+    """Copy the answer-level values onto the assignment, checking their JSON types (the
+    vocabulary is check_answer_label's job)."""
+    problems = []
+    relevance = obj.get("relevance")
+    if relevance is not None and (isinstance(relevance, bool) or not isinstance(relevance, int)):
+        problems.append("'relevance' must be 0, 1 or 2")
+        relevance = None
+    assignment.relevance = relevance
+    abstention = obj.get("abstention")
+    if abstention is not None and not isinstance(abstention, str):
+        problems.append("'abstention' must be a string or null")
+        abstention = ""
+    assignment.abstention = abstention or ""
+    failures = obj.get("failure_labels")
+    if failures is not None and (
+        not isinstance(failures, list) or not all(isinstance(f, str) for f in failures)
+    ):
+        problems.append("'failure_labels' must be a list of strings")
+        failures = []
+    assignment.failure_labels = failures or []
+    note = obj.get("note")
+    if note is not None and not isinstance(note, str):
+        problems.append("'note' must be a string")
+        note = ""
+    assignment.note = note or ""
+    return problems
+
+
+def _shown(answer: Answer) -> dict:
+    """shown_passages() from the answer's prefetched rows: no query per line."""
+    shown = {r.passage.passage_id: r.passage for r in sorted(answer.retrieved.all(), key=_rank)}
+    for claim in answer.claims.all():
+        for citation in claim.citations.all():
+            if citation.passage is not None:
+                shown.setdefault(citation.passage.passage_id, citation.passage)
+    return shown
+
+
+def _rank(retrieved) -> int:
+    return retrieved.rank
+
+
 def _field_name(key: str) -> str:
     parts = key.split(".")
     return f"claims[{parts[1]}].{parts[2]}" if parts[0] == "claim" else parts[-1]
 
 
-def _parse_claim_labels(items, answer: Answer) -> tuple[list[ClaimLabel], list[str]]:
+# The claim label's keys, each with the schema field it belongs to and its JSON type.
+_CLAIM_KEYS = {
+    "severity": ("severity", str),
+    "requires_evidence": ("requires_evidence", bool),
+    "evidence_ids": ("evidence", list),
+    "evidence_quote": ("evidence", str),
+    "citations": ("citations", dict),
+    "support": ("support", str),
+    "note": ("note", str),
+}
+
+
+def _parse_claim_labels(
+    items, answer: Answer, schema: LabelSchema
+) -> tuple[list[ClaimLabel], list[str]]:
     problems: list[str] = []
     claims = {c.ordinal: c for c in answer.claims.all()}
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return [], ["'claims' must be a list of objects"]
     labels: list[ClaimLabel] = []
+    refused: set[int] = set()  # claims named with a problem: not "missing" too
     for position, item in enumerate(items):
+        where = f"claims[{position}]"
+        before = len(problems)
         for key in sorted(set(item) - CLAIM_LABEL_FIELDS):
-            problems.append(f"claims[{position}]: unknown field '{key}'")
+            problems.append(f"{where}: unknown field '{key}'")
+        values = {}
+        for key, (field_name, kind) in _CLAIM_KEYS.items():
+            value = item.get(key)
+            if value is None:
+                continue
+            if not schema.claim(field_name):
+                if _given(value):
+                    problems.append(
+                        f"{where}: '{key}' is not labelled in this project "
+                        f"(its label schema: {schema.describe()})"
+                    )
+                continue
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                problems.append(f"{where}: '{key}' must be {_KIND_NAMES[kind]}")
+                continue
+            values[key] = value
+        evidence_ids = values.get("evidence_ids", [])
+        citations = values.get("citations", {})
+        if not all(isinstance(x, str) for x in evidence_ids):
+            problems.append(f"{where}: 'evidence_ids' must be a list of passage ids")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in citations.items()):
+            problems.append(f"{where}: 'citations' maps cited ids to verdicts (strings)")
         index = item.get("index")
         claim = (
             claims.get(index) if isinstance(index, int) and not isinstance(index, bool) else None
         )
         if claim is None:
-            problems.append(f"claims[{position}]: no claim with index {index!r} in this answer")
+            problems.append(f"{where}: no claim with index {index!r} in this answer")
             continue
         if any(label.claim is claim for label in labels):
-            problems.append(f"claims[{position}]: claim {index} is labelled twice")
+            problems.append(f"{where}: claim {index} is labelled twice")
             continue
-        citations = item.get("citations") or {}
-        evidence_ids = item.get("evidence_ids") or []
-        if not isinstance(citations, dict) or not isinstance(evidence_ids, list):
-            problems.append(f"claims[{position}]: 'citations' is an object, 'evidence_ids' a list")
+        if len(problems) > before:
+            refused.add(claim.ordinal)
             continue
-        merged = {**citations, **default_citation_verdicts(claim)}
         labels.append(
             ClaimLabel(
                 claim=claim,
-                support=item.get("support") or "",
-                severity=item.get("severity") or "",
-                requires_evidence=item.get("requires_evidence", True) is not False,
+                support=values.get("support", ""),
+                severity=values.get("severity", ""),
+                requires_evidence=values.get("requires_evidence", True),
                 evidence_ids=evidence_ids,
-                evidence_quote=item.get("evidence_quote") or "",
-                citations=merged,
-                note=item.get("note") or "",
+                evidence_quote=values.get("evidence_quote", ""),
+                citations={**citations, **default_citation_verdicts(claim, schema)},
+                note=values.get("note", ""),
             )
         )
-    missing = sorted(set(claims) - {label.claim.ordinal for label in labels})
+    missing = sorted(set(claims) - {label.claim.ordinal for label in labels} - refused)
     if missing:
         problems.append(f"claims {', '.join(map(str, missing))} have no label")
     return labels, problems
+
+
+_KIND_NAMES = {str: "a string", bool: "true or false", list: "a list", dict: "an object"}

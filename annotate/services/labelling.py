@@ -28,6 +28,7 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.schema import LabelSchema
 from annotate.services.base import ServiceError
 
 # --- Labels ----------------------------------------------------------------------------------
@@ -79,17 +80,71 @@ def check_claim_label(
     claim: Claim,
     shown: dict[str, Passage],
     *,
+    schema: LabelSchema,
     complete: bool,
     errors: LabelErrors,
 ) -> None:
-    """Validate one claim label. `complete` adds the checks a submission needs."""
+    """Validate one claim label under the project's label schema. `complete` adds the checks
+    a submission needs. A field the schema leaves out is neither checked nor required."""
     key = f"claim.{claim.ordinal}"
-    if label.support and label.support not in Support.values:
-        errors.add(f"{key}.support", "Choose supported, contradicted or insufficient evidence.")
-    if label.severity and label.severity not in Severity.values:
-        errors.add(f"{key}.severity", "Choose none, minor, major or critical.")
-    if label.support == Support.SUPPORTED and label.severity not in ("", Severity.NONE):
-        errors.add(f"{key}.severity", "A supported claim has severity none.")
+    if label.support and label.support not in schema.support_labels:
+        errors.add(f"{key}.support", _support_refusal(label.support, schema))
+    if schema.claim("severity"):
+        if label.severity and label.severity not in Severity.values:
+            errors.add(f"{key}.severity", "Choose none, minor, major or critical.")
+        if label.support == Support.SUPPORTED and label.severity not in ("", Severity.NONE):
+            errors.add(f"{key}.severity", "A supported claim has severity none.")
+    cited = {c.cited_id: c for c in claim.citations.all()} if schema.claim("citations") else {}
+    if schema.claim("evidence"):
+        _check_evidence(label, shown, key, errors)
+    if schema.claim("citations"):
+        for cited_id, verdict in label.citations.items():
+            if cited_id not in cited:
+                errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
+            elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
+                errors.add(
+                    f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
+                )
+            elif verdict not in CitationVerdict.values:
+                errors.add(f"{key}.citations", f"Unknown verdict for {cited_id}.")
+    if not complete:
+        return
+    if not label.support:
+        errors.add(f"{key}.support", "Choose a support label.")
+    unsupported = label.support not in ("", Support.SUPPORTED)
+    if schema.claim("severity") and unsupported and not label.severity:
+        errors.add(f"{key}.severity", "Choose a severity.")
+    if schema.claim("evidence") and needs_evidence(label, schema):
+        if not label.evidence_ids:
+            errors.add(f"{key}.evidence_ids", "Choose the passage that decides this label.")
+        if not label.evidence_quote.strip():
+            errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
+    for cited_id, citation in cited.items():
+        if citation.passage is not None and not label.citations.get(cited_id):
+            errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
+
+
+def needs_evidence(label: ClaimLabel, schema: LabelSchema) -> bool:
+    """A supported or contradicted claim names the passage that decides it (unless the reviewer
+    says it needs no evidence, where the schema asks that). Insufficient evidence has none to
+    name, and a binary project's 'unsupported' may be either, so neither requires it."""
+    requires = label.requires_evidence if schema.claim("requires_evidence") else True
+    return requires and label.support in (Support.SUPPORTED, Support.CONTRADICTED)
+
+
+def _support_refusal(value: str, schema: LabelSchema) -> str:
+    if schema.binary:
+        return (
+            f"This project labels support as supported or unsupported, not {value!r}."
+            if value in Support.values
+            else "Choose supported or unsupported."
+        )
+    if value == Support.UNSUPPORTED:
+        return "Say which kind of unsupported: contradicted or insufficient evidence."
+    return "Choose supported, contradicted or insufficient evidence."
+
+
+def _check_evidence(label: ClaimLabel, shown: dict[str, Passage], key: str, errors) -> None:
     unknown = [pid for pid in label.evidence_ids if pid not in shown]
     if unknown:
         errors.add(f"{key}.evidence_ids", f"Not a passage of this task: {', '.join(unknown)}.")
@@ -104,48 +159,25 @@ def check_claim_label(
                 + ("the chosen passage." if len(chosen) == 1 else "any of the chosen passages.")
                 + " Select the text in the passage to copy it exactly.",
             )
-    cited = {c.cited_id: c for c in claim.citations.all()}
-    for cited_id, verdict in label.citations.items():
-        if cited_id not in cited:
-            errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
-        elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
-            errors.add(
-                f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
-            )
-        elif verdict not in CitationVerdict.values:
-            errors.add(f"{key}.citations", f"Unknown verdict for {cited_id}.")
-    if not complete:
-        return
-    if not label.support:
-        errors.add(f"{key}.support", "Choose a support label.")
-    if label.support and label.support != Support.SUPPORTED and not label.severity:
-        errors.add(f"{key}.severity", "Choose a severity.")
-    needs_evidence = label.requires_evidence and label.support in (
-        Support.SUPPORTED,
-        Support.CONTRADICTED,
-    )
-    if needs_evidence and not label.evidence_ids:
-        errors.add(f"{key}.evidence_ids", "Choose the passage that decides this label.")
-    if needs_evidence and not label.evidence_quote.strip():
-        errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
-    for cited_id, citation in cited.items():
-        if citation.passage is not None and not label.citations.get(cited_id):
-            errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
 
 
-def check_answer_label(assignment: Assignment, *, complete: bool, errors: LabelErrors) -> None:
-    if assignment.relevance is not None and assignment.relevance not in RELEVANCE_RUBRIC:
+def check_answer_label(
+    assignment: Assignment, *, schema: LabelSchema, complete: bool, errors: LabelErrors
+) -> None:
+    relevance, abstention = assignment.relevance, assignment.abstention
+    if schema.answer("relevance") and relevance is not None and relevance not in RELEVANCE_RUBRIC:
         errors.add("answer.relevance", "Relevance is 0, 1 or 2.")
-    if assignment.abstention and assignment.abstention not in Abstention.values:
+    if schema.answer("abstention") and abstention and abstention not in Abstention.values:
         errors.add("answer.abstention", "Choose appropriate or unnecessary.")
-    unknown = [f for f in assignment.failure_labels if f not in FAILURE_LABELS]
-    if unknown:
-        errors.add("answer.failure_labels", f"Unknown failure label: {', '.join(unknown)}.")
+    if schema.answer("failure_labels"):
+        unknown = [f for f in assignment.failure_labels if f not in FAILURE_LABELS]
+        if unknown:
+            errors.add("answer.failure_labels", f"Unknown failure label: {', '.join(unknown)}.")
     if not complete:
         return
-    if assignment.relevance is None:
+    if schema.answer("relevance") and assignment.relevance is None:
         errors.add("answer.relevance", "Rate the answer's relevance.")
-    if assignment.answer.abstained and not assignment.abstention:
+    if schema.answer("abstention") and assignment.answer.abstained and not assignment.abstention:
         errors.add("answer.abstention", "The answer declines: was that appropriate?")
 
 
@@ -154,8 +186,11 @@ def _claim_label_for(assignment: Assignment, claim: Claim) -> ClaimLabel:
     return label
 
 
-def default_citation_verdicts(claim: Claim) -> dict[str, str]:
-    """Unresolvable citations are labelled citation_not_found automatically, and locked."""
+def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, str]:
+    """Unresolvable citations are labelled citation_not_found automatically, and locked (where
+    the project labels citations at all)."""
+    if not schema.claim("citations"):
+        return {}
     return {
         c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage is None
     }
@@ -171,11 +206,17 @@ def save_claim_label(
 
     The label returned holds the assignment as locked and written (its save time)."""
     assignment = (
-        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+        Assignment.objects.select_for_update()
+        .select_related("answer", "project")
+        .get(pk=assignment.pk)
     )
     _editable(assignment)
     if claim.answer_id != assignment.answer_id:
         raise ServiceError("That claim is not part of this task.")
+    schema = assignment.project.schema
+    # Only the fields the project labels are taken from the request: a field that is off
+    # keeps its empty default whatever a form or a script sends.
+    data = {name: value for name, value in data.items() if schema.claim(_CLAIM_FIELD_OF[name])}
     label = _claim_label_for(assignment, claim)
     for name in ("support", "severity", "evidence_quote", "note"):
         if name in data:
@@ -184,11 +225,11 @@ def save_claim_label(
         label.requires_evidence = bool(data["requires_evidence"])
     if "evidence_ids" in data:
         label.evidence_ids = list(dict.fromkeys(data["evidence_ids"] or []))
-    if label.support == Support.SUPPORTED and not label.severity:
+    if schema.claim("severity") and label.support == Support.SUPPORTED and not label.severity:
         label.severity = Severity.NONE
     citations = dict(label.citations)
     citations.update(data.get("citations") or {})
-    citations.update(default_citation_verdicts(claim))
+    citations.update(default_citation_verdicts(claim, schema))
     label.citations = {k: v for k, v in citations.items() if v}
     label.save()
     _touch(assignment, timezone.now())
@@ -197,16 +238,32 @@ def save_claim_label(
     errors = LabelErrors()
     if shown is None:
         shown = shown_passages(assignment.answer)
-    check_claim_label(label, claim, shown, complete=False, errors=errors)
+    check_claim_label(label, claim, shown, schema=schema, complete=False, errors=errors)
     return label, errors
+
+
+# Which schema field each key of a claim label belongs to.
+_CLAIM_FIELD_OF = {
+    "support": "support",
+    "note": "note",
+    "severity": "severity",
+    "requires_evidence": "requires_evidence",
+    "evidence_ids": "evidence",
+    "evidence_quote": "evidence",
+    "citations": "citations",
+}
 
 
 @transaction.atomic
 def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
     assignment = (
-        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+        Assignment.objects.select_for_update()
+        .select_related("answer", "project")
+        .get(pk=assignment.pk)
     )
     _editable(assignment)
+    schema = assignment.project.schema
+    data = {name: value for name, value in data.items() if schema.answer(name)}
     if "relevance" in data:
         value = data["relevance"]
         assignment.relevance = None if value in (None, "") else int(value)
@@ -220,20 +277,27 @@ def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment
         assignment.note = data["note"] or ""
     _touch(assignment, timezone.now())
     errors = LabelErrors()
-    check_answer_label(assignment, complete=False, errors=errors)
+    check_answer_label(assignment, schema=schema, complete=False, errors=errors)
     assignment.save()
     return assignment, errors
 
 
-def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict:
-    """The label set in the import_labels format (claims by index), for revisions."""
-    return {
+def label_snapshot(
+    assignment: Assignment, labels: Iterable[ClaimLabel], schema: LabelSchema
+) -> dict:
+    """The label set in the import_labels format (claims by index), for revisions: the
+    fields the project's schema labels, and nothing else."""
+    answer = {
         "relevance": assignment.relevance,
         "abstention": assignment.abstention or None,
         "failure_labels": assignment.failure_labels,
-        "note": assignment.note,
-        "claims": [
-            {
+    }
+    snapshot = {name: value for name, value in answer.items() if schema.answer(name)}
+    snapshot["note"] = assignment.note
+    snapshot["claims"] = [
+        {
+            key: value
+            for key, value in {
                 "index": label.claim.ordinal,
                 "support": label.support,
                 "severity": label.severity,
@@ -242,22 +306,27 @@ def label_snapshot(assignment: Assignment, labels: Iterable[ClaimLabel]) -> dict
                 "evidence_quote": label.evidence_quote,
                 "citations": label.citations,
                 "note": label.note,
-            }
-            for label in sorted(labels, key=lambda x: x.claim.ordinal)
-        ],
-    }
+            }.items()
+            if key == "index" or schema.claim(_CLAIM_FIELD_OF[key])
+        }
+        for label in sorted(labels, key=lambda x: x.claim.ordinal)
+    ]
+    return snapshot
 
 
 def screen_errors(screen, *, complete: bool) -> LabelErrors:
     """Validate the labels already loaded for the labelling screen, without more queries."""
     shown = screen.shown
+    schema = screen.assignment.project.schema
     errors = LabelErrors()
     for row in screen.claims:
         if row.label is not None:
-            check_claim_label(row.label, row.claim, shown, complete=complete, errors=errors)
+            check_claim_label(
+                row.label, row.claim, shown, schema=schema, complete=complete, errors=errors
+            )
         elif complete:
             errors.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
-    check_answer_label(screen.assignment, complete=complete, errors=errors)
+    check_answer_label(screen.assignment, schema=schema, complete=complete, errors=errors)
     return errors
 
 
@@ -266,6 +335,7 @@ def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], Label
     claims = list(answer.claims.prefetch_related("citations__passage"))
     labels = {label.claim_id: label for label in assignment.claim_labels.select_related("claim")}
     shown = shown_passages(answer)
+    schema = assignment.project.schema
     errors = LabelErrors()
     complete = []
     for claim in claims:
@@ -274,9 +344,9 @@ def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], Label
             errors.add(f"claim.{claim.ordinal}.support", "Choose a support label.")
             continue
         label.claim = claim
-        check_claim_label(label, claim, shown, complete=True, errors=errors)
+        check_claim_label(label, claim, shown, schema=schema, complete=True, errors=errors)
         complete.append(label)
-    check_answer_label(assignment, complete=True, errors=errors)
+    check_answer_label(assignment, schema=schema, complete=True, errors=errors)
     return complete, errors
 
 
@@ -285,7 +355,9 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     """Submit when every claim and the answer are labelled; each submission is kept as a
     revision, so a later edit never silently replaces what was submitted before."""
     assignment = (
-        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+        Assignment.objects.select_for_update()
+        .select_related("answer", "project")
+        .get(pk=assignment.pk)
     )
     _editable(assignment)
     labels, errors = validate_submission(assignment)
@@ -300,7 +372,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     LabelRevision.objects.create(
         assignment=assignment,
         number=assignment.revision,
-        labels=label_snapshot(assignment, labels),
+        labels=label_snapshot(assignment, labels, assignment.project.schema),
         source=source,
     )
     return errors

@@ -275,11 +275,13 @@ def test_cohen_kappa_helper_returns_reason_instead_of_nan():
     assert reason is None
 
 
-def test_evidence_overlap_is_mean_jaccard_and_two_empty_sets_agree():
+def test_evidence_overlap_is_mean_jaccard_over_pairs_where_someone_named_a_passage():
     result = evidence_overlap(
         [["p1", "p2"], [], ["p3"], ["p1"]],
         [["p2"], [], ["p4"], ["p1"]],
     )
-    assert result.n == 4
-    assert result.mean_jaccard == pytest.approx((0.5 + 1.0 + 0.0 + 1.0) / 4)
-    assert evidence_overlap([], []).as_dict() == {"n": 0, "mean_jaccard": None}
+    # two empty sets are no agreement about evidence: counted apart, never scored as 1
+    assert (result.n, result.neither) == (3, 1)
+    assert result.mean_jaccard == pytest.approx((0.5 + 0.0 + 1.0) / 3)
+    assert evidence_overlap([], []).as_dict() == {"n": 0, "mean_jaccard": None, "neither": 0}
+    assert evidence_overlap([[]], [[]]).as_dict() == {"n": 0, "mean_jaccard": None, "neither": 1}

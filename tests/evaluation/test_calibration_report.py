@@ -166,9 +166,9 @@ NOT_SCORED = [
     Item("judge_test", S, None),
 ]
 DEV = [Item("judge_dev", S, S), Item("judge_dev", C, S), Item("judge_dev", S, S)]
-# The target: claims without gold the judge labelled: 2 of 8 unsupported. One is a pending
-# claim (the reviewers disagree, no lead decided); a malformed one and one without a verdict
-# do not count.
+# The target: claims the judge labelled in answers nobody has labelled: 2 of 7 unsupported. The
+# pending claim (the reviewers disagree, no lead decided) is in neither sample but counted as
+# excluded; a malformed one and one without a verdict do not count.
 TARGET = [
     Item("judge_test", (S, I), S, variant="verifier"),
     Item("judge_test", None, C, variant="verifier"),
@@ -245,19 +245,65 @@ def test_human_kappa_is_reviewer_a_against_b_on_the_same_split(built):
 def test_corrected_estimates_get_the_gold_pairs_and_the_unlabelled_target(built):
     _, _, run = built
     c = calibration_report(run=run)["corrected"]
-    assert (c["target_n"], c["p_obs"]) == (8, 0.25)
-    # Rogan–Gladen: (0.25 + 5/6 − 1) / (3/4 + 5/6 − 1) = 1/7
-    assert c["rogan_gladen"]["estimate"] == pytest.approx(1 / 7)
-    # PPI: 0.25 − mean(judge − gold) = 0.25 − (1 − 1)/10; var_target 1.5/7, var_diff 2/9
-    half = 1.96 * math.sqrt((1.5 / 7) / 8 + (2 / 9) / 10)
-    assert c["ppi"]["estimate"] == pytest.approx(0.25)
-    assert c["ppi"]["ci95"] == pytest.approx([0.25 - half, 0.25 + half])
+    assert (c["target_n"], c["p_obs"]) == (7, pytest.approx(2 / 7))
+    # the disputed claim is in neither sample, and while it waits the estimate is provisional
+    assert c["excluded"] == {"pending_dispute": 1, "single_reviewer": 0}
+    assert c["provisional"] and c["disputes_pending"] == 1
+    assert (
+        c["provisional_reason"] == "1 dispute pending: the estimate may move once it is adjudicated"
+    )
+    # Rogan–Gladen: (2/7 + 5/6 − 1) / (3/4 + 5/6 − 1) = 10/49
+    assert c["rogan_gladen"]["estimate"] == pytest.approx(10 / 49)
+    # PPI: 2/7 − mean(judge − gold) = 2/7 − (1 − 1)/10; var_target 5/21, var_diff 2/9
+    half = 1.96 * math.sqrt((5 / 21) / 7 + (2 / 9) / 10)
+    assert c["ppi"]["estimate"] == pytest.approx(2 / 7)
+    assert c["ppi"]["ci95"] == pytest.approx([2 / 7 - half, 2 / 7 + half])
     gold = [it.gold for it in TEST_SCORED]
     judge = [it.judge for it in TEST_SCORED]
-    target = [S, C, I, S, S, S, S, S]
-    assert c == corrected_estimates(
+    target = [C, I, S, S, S, S, S]
+    expected = corrected_estimates(
         unsupported_indicator(gold), unsupported_indicator(judge), unsupported_indicator(target)
     )
+    assert {k: c[k] for k in expected} == expected
+
+
+def test_a_single_reviewer_answer_is_in_neither_sample_and_an_adjudication_ends_provisional(
+    built, lead
+):
+    project, answer_ids, run = built
+    pending = Answer.objects.get(project=project, answer_id=answer_ids[len(TEST_SCORED) + 6])
+    Decision.objects.create(
+        answer=pending,
+        claim=pending.claims.get(),
+        field="support",
+        value=S,
+        rationale="The passage states it.",
+        decided_by=lead,
+    )
+    c = calibration_report(run=run)["corrected"]
+    assert not c["provisional"] and c["provisional_reason"] is None
+    assert c["excluded"] == {"pending_dispute": 0, "single_reviewer": 0}
+    # one reviewer's labels on a target answer take it out of the target
+    target_answer = answer_ids[len(TEST_SCORED) + 7]
+    line = {
+        "answer_id": target_answer,
+        "reviewer": "alice",
+        "relevance": 2,
+        "failure_labels": [],
+        "claims": [
+            {
+                "index": 0,
+                "support": C,
+                "severity": "minor",
+                "evidence_ids": ["p1"],
+                "evidence_quote": "batch size 32",
+            }
+        ],
+    }
+    import_labels(lines=[json.dumps(line)], project=project)
+    c = calibration_report(run=run)["corrected"]
+    assert c["excluded"] == {"pending_dispute": 0, "single_reviewer": 1}
+    assert c["target_n"] == 6
 
 
 def test_a_judge_no_better_than_chance_is_refused_with_its_reason(db, lead, client):
@@ -294,7 +340,7 @@ def test_the_split_chooses_the_gold_items(built):
     every = calibration_report(run=run, split="all")
     assert (dev["n"], dev["accuracy"]) == (3, pytest.approx(2 / 3))
     assert every["n"] == 13 and every["gold_items"] == 16
-    assert dev["corrected"]["target_n"] == every["corrected"]["target_n"] == 8
+    assert dev["corrected"]["target_n"] == every["corrected"]["target_n"] == 7
     with pytest.raises(ValueError, match="split must be one of"):
         calibration_report(run=run, split="test")
 
@@ -313,7 +359,7 @@ def test_bias_checks_compare_pass_rates_by_group_with_gold(built):
     assert abstained["pass_rate"] == 0.0
     assert sum(row["n"] for row in bias["answer_length"]) == 21
     # the judge cites p1 wherever it labels; gold evidence is p1 throughout
-    assert bias["evidence_overlap"] == {"n": 10, "mean_jaccard": 1.0}
+    assert bias["evidence_overlap"] == {"n": 10, "mean_jaccard": 1.0, "neither": 0}
 
 
 def test_a_decision_that_changes_gold_moves_the_judge_s_accuracy(built, lead):
@@ -386,15 +432,28 @@ def test_demo_run_against_scikit_learn_and_the_few_shot_split(demo):
     _, pairs = pairs_for_project(project)
     verdicts = {v.claim_id: v for v in Verdict.objects.filter(run=run, claim__isnull=False)}
     splits = {a.pk: judge_split(a.case.case_id) for a in Answer.objects.select_related("case")}
+    # gold items: claims of doubly-labelled answers none of whose claims is in dispute
+    disputed = {p.answer_id for p in pairs if p.gold["support_binary"] is None}
     scored = [
         (p.gold["support"], verdicts[p.claim_id].label)
         for p in pairs
-        if p.gold["support"]
+        if p.answer_id not in disputed
+        and p.gold["support"]
         and splits[p.answer_id] == "judge_test"
         and verdicts[p.claim_id].status == "ok"
     ]
     gold, judge = zip(*scored, strict=True)
-    assert r["n"] == len(scored) == 32 and (r["malformed"], r["timeouts"]) == (2, 1)
+    # n counts the items whose support_binary is decided; the three-way figures need the
+    # subtype too (both reviewers may say unsupported in different words)
+    binary = [
+        p
+        for p in pairs
+        if p.answer_id not in disputed
+        and splits[p.answer_id] == "judge_test"
+        and verdicts[p.claim_id].status == "ok"
+    ]
+    assert r["n"] == len(binary) and r["scale_n"] == len(scored) < len(binary)
+    assert (r["malformed"], r["timeouts"]) == (2, 1)
     assert r["kappa"] == pytest.approx(cohen_kappa_score(gold, judge, labels=list(SUPPORT)))
     assert r["confusion"]["matrix"] == confusion_matrix(gold, judge, labels=list(SUPPORT)).tolist()
     assert r["run"]["quotes_not_found"] == 4 and r["run"]["self_judged"] == 0
@@ -427,7 +486,15 @@ def test_calibration_command_prints_the_spec_json(demo):
         "corrected",
     }
     assert spec_keys <= set(data)
-    assert set(data["corrected"]) >= {"target_n", "p_obs", "rogan_gladen", "ppi"}
+    assert set(data["corrected"]) >= {
+        "target_n",
+        "p_obs",
+        "rogan_gladen",
+        "ppi",
+        "excluded",
+        "provisional",
+    }
+    assert set(data["corrected"]["excluded"]) == {"pending_dispute", "single_reviewer"}
     assert set(data["corrected"]["rogan_gladen"]) >= {"estimate", "ci95"}
     assert data["confusion"]["labels"] == list(SUPPORT)
     text = io.StringIO()
@@ -511,7 +578,7 @@ def test_the_calibration_page_makes_a_bounded_number_of_queries(
     for project, run in (demo, built[::2]):
         url = reverse("judge_run", kwargs={"slug": project.slug, "run_pk": run.pk})
         client.get(url)  # warm the session
-        with django_assert_max_num_queries(10):
+        with django_assert_max_num_queries(11):
             assert client.get(url).status_code == 200
     # the same bound holds for 84 claims and for 26: nothing is fetched per item
     assert Claim.objects.filter(answer__project=demo[0]).count() > 3 * len(ITEMS)

@@ -35,7 +35,8 @@ class Command(BaseCommand):
                     overlap = _rate(stats["mean_jaccard"])
                     self.stdout.write(
                         f"  {'evidence overlap':<18}{stats['n']:>6}{overlap:>8}"
-                        "  (mean Jaccard of the chosen passages)"
+                        "  (mean Jaccard of the chosen passages; "
+                        f"{stats['neither']} where neither named one, not scored)"
                     )
                     continue
                 ci = stats["ci95"]

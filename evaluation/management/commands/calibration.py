@@ -53,15 +53,24 @@ class Command(BaseCommand):
         if r["small_sample"]:
             out("  small sample (n < 30): read the counts, not only the rates")
         kappa = _rate(r["kappa"]) if r["kappa"] is not None else "undefined"
+        scale = "three-way" if r["scale"] == "three_way" else "binary"
         out(
-            f"  accuracy {_rate(r['accuracy'])}  kappa {kappa}  "
+            f"  {scale}: accuracy {_rate(r['accuracy'])}  kappa {kappa}  "
             f"(human–human kappa {_rate(r['human_kappa'])}, n = {r['human_agreement']['n']})"
         )
+        if r["kappa"] is None and r["kappa_undefined_reason"]:
+            out(f"    ({r['kappa_undefined_reason']})")
+        b = r["binary"]
+        out(
+            f"  binary (supported vs unsupported): accuracy {_rate(b['accuracy'])}  "
+            f"kappa {_rate(b['kappa']) if b['kappa'] is not None else 'undefined'}  n = {b['n']}"
+        )
         out(f"  unsupported = positive: TPR {_rate(r['tpr'])}  TNR {_rate(r['tnr'])}")
-        labels = r["confusion"]["labels"]
+        confusion = r["confusion"] or b["confusion"]
+        labels = confusion["labels"]
         out("  confusion (rows gold, columns judge):")
         out("    " + " " * 22 + "".join(f"{label[:12]:>14}" for label in labels))
-        for label, row in zip(labels, r["confusion"]["matrix"], strict=True):
+        for label, row in zip(labels, confusion["matrix"], strict=True):
             out(f"    {label:<22}" + "".join(f"{cell:>14}" for cell in row))
         out("  per label: precision / recall / F1 (gold n)")
         for s in r["per_label"]:
@@ -70,7 +79,17 @@ class Command(BaseCommand):
                 f"{_rate(s['f1']):>7}  ({s['support']})"
             )
         c = r["corrected"]
-        out(f"  corrected on {c['target_n']} claims without gold: p_obs {_rate(c['p_obs'])}")
+        out(
+            f"  corrected on {c['target_n']} judged claims of answers nobody labelled: "
+            f"p_obs {_rate(c['p_obs'])}"
+        )
+        excluded = c["excluded"]
+        out(
+            f"    excluded from gold and target: {excluded['pending_dispute']} in answers with a "
+            f"pending dispute, {excluded['single_reviewer']} in answers with one reviewer"
+        )
+        if c["provisional"]:
+            out(f"    PROVISIONAL: {c['provisional_reason']}")
         for key, title in (("rogan_gladen", "Rogan–Gladen"), ("ppi", "PPI")):
             block = c[key]
             if "refused" in block:
