@@ -7,7 +7,9 @@ import csv
 import hashlib
 import io
 import json
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Max, Prefetch
@@ -24,7 +26,6 @@ from annotate.models import (
     Project,
     RetrievedPassage,
 )
-from evaluation.agreement_report import agreement_report
 
 CHUNK = 500
 
@@ -135,18 +136,20 @@ def jsonl(rows) -> Iterator[str]:
 
 # --- Gold ------------------------------------------------------------------------------------
 
-GOLD_SCHEMA_VERSION = "claimdesk.gold/1"
+GOLD_SCHEMA_VERSION = "claimdesk.gold/2"
 GOLD_CHUNK = 500
-CLAIM_LABEL_KEYS = (
-    "support",
-    "severity",
-    "requires_evidence",
-    "citations",
-    "evidence_ids",
-    "evidence_quote",
-    "note",
+ITEMS = ("all", "claim", "answer")
+JUDGE_SPLITS = ("all", "judge_dev", "judge_test")
+# The columns that repeat an answer's texts: on answer rows always (they are the Ragas
+# sample), on claim rows only when asked for (--with-context), or each of a project's 100,000
+# claim rows would carry its answer's passages again.
+CONTEXT_COLUMNS = (
+    "user_input",
+    "response",
+    "retrieved_contexts",
+    "reference",
+    "doc",
 )
-ANSWER_LABEL_KEYS = ("relevance", "abstention", "failure_labels", "note")
 GOLD_CSV_COLUMNS = (
     "schema_version",
     "export_id",
@@ -164,6 +167,7 @@ GOLD_CSV_COLUMNS = (
     "judge_split",
     "user_input",
     "response",
+    "reference",
     "retrieved_context_ids",
     "retrieved_contexts",
     "in_prompt_ids",
@@ -174,6 +178,7 @@ GOLD_CSV_COLUMNS = (
     "citations",
     "doc",
     "label",
+    "decided",
     "gold",
     "gold_source",
     "rationale",
@@ -182,6 +187,33 @@ GOLD_CSV_COLUMNS = (
     "human_kappa",
     "content_hash",
 )
+# A claim label's keys, each with the schema field it belongs to.
+_CLAIM_LABEL_FIELD = {
+    "support": "support",
+    "severity": "severity",
+    "requires_evidence": "requires_evidence",
+    "citations": "citations",
+    "evidence_ids": "evidence",
+    "evidence_quote": "evidence",
+    "note": "note",
+}
+
+
+@dataclass(frozen=True)
+class GoldFilter:
+    """Which gold rows to export. `decided_only` keeps the rows no lead still has to decide
+    anything on; `with_context` repeats the answer's texts on claim rows."""
+
+    item: str = "all"
+    split: str = "all"
+    decided_only: bool = False
+    with_context: bool = False
+
+    def __post_init__(self):
+        if self.item not in ITEMS:
+            raise ValueError(f"item must be one of {', '.join(ITEMS)}, got {self.item!r}")
+        if self.split not in JUDGE_SPLITS:
+            raise ValueError(f"split must be one of {', '.join(JUDGE_SPLITS)}, got {self.split!r}")
 
 
 def gold_fingerprint(project: Project) -> tuple[str, str]:
@@ -202,6 +234,7 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
             GOLD_SCHEMA_VERSION,
             project.slug,
             project.corpus_version,
+            project.label_schema,
             labels["n"],
             labels["revisions"],
             decisions["n"],
@@ -210,6 +243,7 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
             as_of,
         ],
         default=str,
+        sort_keys=True,
     )
     return hashlib.sha256(key.encode()).hexdigest()[:16], as_of
 
@@ -222,15 +256,6 @@ def _pseudonyms(project: Project) -> dict[int, str]:
     return {user_id: f"R{i}" for i, user_id in enumerate(members, start=1)}
 
 
-def _human_kappas(project: Project) -> dict[str, float | None]:
-    report = agreement_report(project, n_boot=0)
-    return {
-        name: stats.get("kappa")
-        for name, stats in report["slices"]["all"].items()
-        if name != "evidence"
-    }
-
-
 def _hashed(row: dict[str, Any]) -> dict[str, Any]:
     content = {k: v for k, v in row.items() if k not in ("export_id", "as_of")}
     encoded = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -238,12 +263,42 @@ def _hashed(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """One row per doubly-labelled claim and per answer, with provenance. Streams in chunks
-    of answers, so memory stays flat whatever the project's size."""
+def _gold_answers(project: Project, split: str) -> list[int]:
+    """The answers with two submitted label sets, in answer order, on the judge split asked."""
+    doubly = (
+        project.assignments.filter(status="submitted")
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=2)
+        .order_by("answer_id")
+        .values_list("answer_id", "answer__case__case_id")
+    )
+    return [pk for pk, case_id in doubly if split == "all" or gold.judge_split(case_id) == split]
+
+
+def gold_rows(
+    project: Project,
+    *,
+    item: str = "all",
+    split: str = "all",
+    decided_only: bool = False,
+    with_context: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """One row per claim and per answer of every doubly-labelled answer, with provenance and
+    the fields of the project's label schema (a field that is off is absent). Streams: the
+    human kappas are one aggregate query, then each chunk of answers is read, turned into
+    rows and dropped, so memory stays flat whatever the project's size."""
+    chosen = GoldFilter(item, split, decided_only, with_context)
+    from evaluation.agreement_report import human_kappas  # statistics: only when exporting
+
+    schema = project.schema
     export_id, as_of = gold_fingerprint(project)
     names = _pseudonyms(project)
-    kappas = _human_kappas(project)
+    kappas = human_kappas(project)
+    claim_fields = gold.claim_fields(schema)
+    answer_fields = gold.answer_fields(schema)
+    claim_keys = tuple(k for k, f in _CLAIM_LABEL_FIELD.items() if schema.claim(f))
+    answer_keys = (*answer_fields, "note")
     base = {
         "schema_version": GOLD_SCHEMA_VERSION,
         "export_id": export_id,
@@ -251,12 +306,7 @@ def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
         "project": project.slug,
         "corpus_version": project.corpus_version,
     }
-    answer_ids = list(
-        project.assignments.filter(status="submitted")
-        .order_by("answer_id")
-        .values_list("answer_id", flat=True)
-        .distinct()
-    )
+    answer_ids = _gold_answers(project, chosen.split)
     for start in range(0, len(answer_ids), GOLD_CHUNK):
         chunk = answer_ids[start : start + GOLD_CHUNK]
         answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=chunk)
@@ -266,22 +316,87 @@ def gold_rows(project: Project) -> Iterator[dict[str, Any]]:
             claims_of.setdefault(pair.answer_id, []).append(pair)
         for pair in answer_pairs:
             common = answers[pair.answer_id]
-            for claim_pair in claims_of.get(pair.answer_id, []):
-                yield _hashed(
-                    _claim_row(common, claims[claim_pair.claim_id], claim_pair, names, kappas)
+            if chosen.item in ("all", "claim"):
+                for claim_pair in claims_of.get(pair.answer_id, []):
+                    if chosen.decided_only and claim_pair.pending:
+                        continue
+                    row = _claim_row(common, claims[claim_pair.claim_id], claim_pair, claim_fields)
+                    row["reviewer_a"] = _reviewer(
+                        claim_pair.reviewer_a, claim_pair.a, claim_keys, names
+                    )
+                    row["reviewer_b"] = _reviewer(
+                        claim_pair.reviewer_b, claim_pair.b, claim_keys, names
+                    )
+                    row["human_kappa"] = {f: kappas.get(f) for f in _claim_kappa_fields(schema)}
+                    if not chosen.with_context:
+                        for column in CONTEXT_COLUMNS:
+                            row.pop(column, None)
+                    yield _hashed(row)
+            if chosen.item in ("all", "answer") and not (chosen.decided_only and pair.pending):
+                row = {k: v for k, v in common.items() if k != "doc"}
+                row.update(
+                    item="answer",
+                    decided=not pair.pending,
+                    gold={name: pair.gold.get(name) for name in answer_fields},
+                    gold_source=dict(pair.source),
+                    rationale=dict(pair.rationale),
+                    reviewer_a=_reviewer(pair.reviewer_a, pair.a, answer_keys, names),
+                    reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
+                    human_kappa={f: kappas.get(f) for f in answer_fields if f in kappas},
                 )
-            yield _hashed(
-                {
-                    **{k: v for k, v in common.items() if k != "_doc"},
-                    "item": "answer",
-                    "gold": {name: pair.gold.get(name) for name in gold.ANSWER_FIELDS},
-                    "gold_source": dict(pair.source),
-                    "rationale": dict(pair.rationale),
-                    "reviewer_a": _reviewer(pair.reviewer_a, pair.a, ANSWER_LABEL_KEYS, names),
-                    "reviewer_b": _reviewer(pair.reviewer_b, pair.b, ANSWER_LABEL_KEYS, names),
-                    "human_kappa": {k: kappas.get(k) for k in ("relevance", "abstention")},
-                }
-            )
+                yield _hashed(row)
+
+
+def _claim_kappa_fields(schema) -> tuple[str, ...]:
+    fields = ["support", "support_binary"]
+    fields += [f for f in ("severity", "requires_evidence") if schema.claim(f)]
+    if schema.claim("citations"):
+        fields.append("citation")
+    return tuple(fields)
+
+
+@dataclass
+class GoldCounts:
+    """How much of the gold set is decided, by item: rows whose every field is agreed,
+    rows a lead decided (some field adjudicated, none pending), rows still pending."""
+
+    claims: Counter = field(default_factory=Counter)
+    answers: Counter = field(default_factory=Counter)
+    by_split: dict[str, Counter] = field(default_factory=dict)
+
+
+def gold_counts(project: Project) -> GoldCounts:
+    """The counts the gold page shows before its download buttons; read chunk by chunk."""
+    counts = GoldCounts(by_split={"judge_dev": Counter(), "judge_test": Counter()})
+    answer_ids = list(
+        project.assignments.filter(status="submitted")
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=2)
+        .order_by("answer_id")
+        .values_list("answer_id", "answer__case__case_id")
+    )
+    split_of = {pk: gold.judge_split(case_id) for pk, case_id in answer_ids}
+    pks = [pk for pk, _ in answer_ids]
+    for start in range(0, len(pks), GOLD_CHUNK):
+        answer_pairs, claim_pairs = gold.pairs_for_project(
+            project, answer_ids=pks[start : start + GOLD_CHUNK]
+        )
+        for pairs, counter in ((claim_pairs, counts.claims), (answer_pairs, counts.answers)):
+            for pair in pairs:
+                state = _state(pair)
+                counter[state] += 1
+                if pairs is claim_pairs:
+                    counts.by_split[split_of[pair.answer_id]][state] += 1
+    return counts
+
+
+def _state(pair) -> str:
+    if pair.pending:
+        return gold.PENDING
+    if gold.ADJUDICATED in pair.source.values():
+        return gold.ADJUDICATED
+    return gold.AGREED
 
 
 def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:
@@ -306,6 +421,7 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
         "case__split",
         "case__question",
         "text",
+        "case__reference",
     ):
         answers[pk] = _answer_fields(base, fields, retrieved[pk])
     citations: dict[int, list[str]] = {}
@@ -331,10 +447,19 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
 
 
 def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:
-    case_id, answer_id, variant, task_number, answerable, adversarial, split, question, text = (
-        fields
-    )
-    return {
+    (
+        case_id,
+        answer_id,
+        variant,
+        task_number,
+        answerable,
+        adversarial,
+        split,
+        question,
+        text,
+        reference,
+    ) = fields
+    row = {
         **base,
         "item": None,
         "case_id": case_id,
@@ -350,40 +475,45 @@ def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:
         "retrieved_context_ids": [passage_id for passage_id, _, _ in retrieved],
         "retrieved_contexts": [passage_text for _, passage_text, _ in retrieved],
         "in_prompt_ids": [passage_id for passage_id, _, in_prompt in retrieved if in_prompt],
-        "_doc": "\n\n".join(passage_text for _, passage_text, in_prompt in retrieved if in_prompt),
+        "doc": "\n\n".join(passage_text for _, passage_text, in_prompt in retrieved if in_prompt),
     }
+    if reference:
+        row["reference"] = reference  # Ragas' name; absent when the case has none
+    return row
 
 
 def _reviewer(user_id: int, labels: dict, keys, names) -> dict[str, Any]:
     return {"reviewer": names.get(user_id, "R?"), **{k: labels.get(k) for k in keys}}
 
 
-def _claim_row(common: dict, claim, pair, names, kappas) -> dict[str, Any]:
-    support = pair.gold.get("support")
+def _claim_row(common: dict, claim, pair, fields) -> dict[str, Any]:
+    binary = pair.gold.get("support_binary")
     evidence = pair.gold.get("evidence") or {}
-    row = {k: v for k, v in common.items() if k != "_doc"}
+    values = {
+        "support": pair.gold.get("support"),
+        "support_binary": binary,
+        "severity": pair.gold.get("severity"),
+        "requires_evidence": pair.gold.get("requires_evidence"),
+        "citations": pair.gold.get("citations"),
+        "evidence_ids": evidence.get("evidence_ids"),
+        "evidence_quote": evidence.get("evidence_quote"),
+    }
+    row = dict(common)
     row.update(
         {
             "item": "claim",
             **claim,
-            "doc": common["_doc"],
             # LLM-AggreFact convention: 1 = supported, 0 = not; null while undecided.
-            "label": None if support is None else int(support == "supported"),
+            "label": None if binary is None else int(binary == "supported"),
+            "decided": not pair.pending,
             "gold": {
-                "support": support,
-                "severity": pair.gold.get("severity"),
-                "requires_evidence": pair.gold.get("requires_evidence"),
-                "citations": pair.gold.get("citations"),
-                "evidence_ids": evidence.get("evidence_ids"),
-                "evidence_quote": evidence.get("evidence_quote"),
+                key: value
+                for key, value in values.items()
+                if _CLAIM_LABEL_FIELD.get(key, key) in fields
+                or (key.startswith("evidence_") and "evidence" in fields)
             },
             "gold_source": dict(pair.source),
             "rationale": dict(pair.rationale),
-            "reviewer_a": _reviewer(pair.reviewer_a, pair.a, CLAIM_LABEL_KEYS, names),
-            "reviewer_b": _reviewer(pair.reviewer_b, pair.b, CLAIM_LABEL_KEYS, names),
-            "human_kappa": {
-                k: kappas.get(k) for k in ("support", "severity", "requires_evidence", "citation")
-            },
         }
     )
     return row

@@ -139,6 +139,9 @@ class Case(models.Model):
     split = models.CharField(max_length=10, choices=Split, default=Split.DEV)
     checked_documents = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # How many evidence entries the bundle named: tells a case that never had evidence from
+    # one whose evidence passage has since been removed from the corpus.
+    evidence_named = models.PositiveSmallIntegerField(default=0)
     content_hash = models.CharField(max_length=40)
 
     class Meta:

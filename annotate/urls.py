@@ -30,5 +30,6 @@ urlpatterns = [
     path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
     path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication_queue"),
     path("p/<slug:slug>/adjudicate/<int:number>/", views.adjudicate, name="adjudicate"),
+    path("p/<slug:slug>/gold/", views.gold_page, name="gold"),
     path("p/<slug:slug>/gold.<str:fmt>", views.gold_download, name="gold_download"),
 ]

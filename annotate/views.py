@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import exports, gold, selectors, services
-from annotate.forms import AnswerLabelForm, ClaimLabelForm, SkipForm
+from annotate.forms import AnswerLabelForm, ClaimLabelForm, GoldExportForm, SkipForm
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -402,11 +402,34 @@ def _posted_choices(request) -> dict[str, str]:
     return {k[2:]: v for k, v in request.POST.items() if k.startswith("f-")}
 
 
+@require_http_methods(["GET"])
+@project_view(Role.LEAD)
+def gold_page(request, project, role):
+    """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
+    and the download's filters."""
+    form = GoldExportForm(request.GET or None)
+    return render(
+        request,
+        "annotate/gold.html",
+        {
+            "project": project,
+            "role": role,
+            "form": form,
+            "counts": exports.gold_counts(project),
+        },
+    )
+
+
 @project_view(Role.LEAD)
 def gold_download(request, project, role, fmt):
     if fmt not in ("jsonl", "csv"):
         raise Http404("Not found")
-    rows = exports.gold_rows(project)
+    form = GoldExportForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(
+            "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()), status=400
+        )
+    rows = exports.gold_rows(project, **form.options())
     body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
     content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")

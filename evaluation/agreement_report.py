@@ -34,6 +34,7 @@ from evaluation.agreement import (
     SUPPORT_BINARY,
     evidence_overlap,
     field_agreement_encoded,
+    kappa_from_confusion,
 )
 
 SLICES = ("all", "answerable", "unanswerable", "adversarial")
@@ -282,3 +283,88 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
 def _usernames(ids: Iterable[int]) -> dict[int, str]:
     users = get_user_model().objects.filter(pk__in=list(ids)).values_list("pk", "username")
     return defaultdict(str, users)
+
+
+# --- Point estimates from grouped counts ------------------------------------------------------
+
+
+def human_kappas(project: Project) -> dict[str, float | None]:
+    """Each field's reviewer-reviewer kappa over the whole project (slice all, every pair),
+    from grouped counts: a handful of rows whatever the number of claims, so a streaming
+    export can carry them without holding the aligned labels in memory. Same definitions as
+    the report (scikit-learn's cohen_kappa_score with the field's full label list, weighted
+    by the counts); None where kappa is undefined."""
+    schema = project.schema
+    label, answer, assignment = (
+        ClaimLabel._meta.db_table,
+        Answer._meta.db_table,
+        Assignment._meta.db_table,
+    )
+    pairs: dict[str, dict[tuple, int]] = defaultdict(lambda: defaultdict(int))
+    claim_sql = f"""
+        WITH firsts AS ({_first_two_sql()})
+        SELECT la.support, lb.support, la.severity, lb.severity,
+               la.requires_evidence, lb.requires_evidence, COUNT(*)
+        FROM firsts fa
+        JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side = 2
+        JOIN "{label}" la ON la.assignment_id = fa.id
+        JOIN "{label}" lb ON lb.assignment_id = fb.id AND lb.claim_id = la.claim_id
+        WHERE fa.side = 1
+        GROUP BY la.support, lb.support, la.severity, lb.severity,
+                 la.requires_evidence, lb.requires_evidence
+    """
+    citation_sql = f"""
+        WITH firsts AS ({_first_two_sql()})
+        SELECT la.citations, lb.citations, COUNT(*)
+        FROM firsts fa
+        JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side = 2
+        JOIN "{label}" la ON la.assignment_id = fa.id
+        JOIN "{label}" lb ON lb.assignment_id = fb.id AND lb.claim_id = la.claim_id
+        WHERE fa.side = 1
+        GROUP BY la.citations, lb.citations
+    """
+    answer_sql = f"""
+        WITH firsts AS ({_first_two_sql()})
+        SELECT aa.relevance, ab.relevance, aa.abstention, ab.abstention, COUNT(*)
+        FROM firsts fa
+        JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side = 2
+        JOIN "{assignment}" aa ON aa.id = fa.id
+        JOIN "{assignment}" ab ON ab.id = fb.id
+        JOIN "{answer}" an ON an.id = fa.answer_id
+        WHERE fa.side = 1
+        GROUP BY aa.relevance, ab.relevance, aa.abstention, ab.abstention
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(claim_sql, [project.pk])
+        for sa, sb, va, vb, ea, eb, n in cursor.fetchall():
+            pairs["support"][(sa, sb)] += n
+            pairs["support_binary"][(support_binary(sa), support_binary(sb))] += n
+            pairs["severity"][(va, vb)] += n
+            pairs["requires_evidence"][(bool(ea), bool(eb))] += n
+        if schema.claim("citations"):
+            cursor.execute(citation_sql, [project.pk])
+            for ca, cb, n in cursor.fetchall():
+                ca, cb = _json(ca) or {}, _json(cb) or {}
+                for cited in ca.keys() & cb.keys():
+                    pairs["citation"][(ca[cited], cb[cited])] += n
+        cursor.execute(answer_sql, [project.pk])
+        for rel_a, rel_b, abs_a, abs_b, n in cursor.fetchall():
+            pairs["relevance"][(rel_a, rel_b)] += n
+            if abs_a and abs_b:
+                pairs["abstention"][(abs_a, abs_b)] += n
+    fields = (*claim_report_fields(schema), *answer_report_fields(schema))
+    return {name: _weighted_kappa(name, pairs[name], schema) for name in fields}
+
+
+def _weighted_kappa(name: str, counts: dict[tuple, int], schema: LabelSchema) -> float | None:
+    labels = _labels(name, schema)
+    code = {label: i for i, label in enumerate(labels)}
+    rows = [(code[a], code[b], n) for (a, b), n in counts.items() if a in code and b in code]
+    if not rows:
+        return None
+    a_idx, b_idx, weights = (np.array(col) for col in zip(*rows, strict=True))
+    k = len(labels)
+    conf = np.zeros((k, k), dtype=np.int64)
+    np.add.at(conf, (a_idx, b_idx), weights)
+    kappa = kappa_from_confusion(conf, FIELDS[name].weights)
+    return None if np.isnan(kappa) else float(kappa)

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SUPPORT_LABELS = ("supported", "contradicted", "insufficient_evidence")
+# "unsupported" is a claim decided unsupported without a subtype (a binary project, or two
+# reviewers who agree it is unsupported while its subtype waits for a lead).
+SUPPORT_LABELS = ("supported", "contradicted", "insufficient_evidence", "unsupported")
 CITATION_VERDICTS = ("supports", "does_not_support", "citation_not_found")
 RELEVANCE_VALUES = (0, 1, 2)
 FAILURE_LABELS = ("missing_evidence", "unsupported_claim", "wrong_citation", "false_abstention")
@@ -196,13 +198,15 @@ def _check_vocabulary(values: Iterable[Hashable], allowed: Sequence[Hashable], w
 
 @dataclass(frozen=True)
 class Faithfulness:
-    """rate = supported / n; contradicted and insufficient evidence are kept apart."""
+    """rate = supported / n; contradicted, insufficient evidence and unsupported claims whose
+    subtype is not decided are kept apart."""
 
     n: int
     supported: int
     contradicted: int
     insufficient: int
     rate: float | None
+    unsupported: int = 0
 
 
 def claim_faithfulness(supports: Iterable[str]) -> Faithfulness:
@@ -216,6 +220,7 @@ def claim_faithfulness(supports: Iterable[str]) -> Faithfulness:
         contradicted=counts["contradicted"],
         insufficient=counts["insufficient_evidence"],
         rate=_rate(counts["supported"], n),
+        unsupported=counts["unsupported"],
     )
 
 

@@ -12,6 +12,12 @@ Definitions this module fixes (SPEC.md fixes the metrics themselves):
 - **Decided.** A gold field counts only when its source is ``agreed`` or ``adjudicated``; a
   field the reviewers disagree on and no lead has decided is ``pending`` and is counted apart,
   as are answers without two submitted label sets (``unlabelled``).
+- **Label schema.** Only the fields the project labels are reported: with citations off there
+  is no citation precision or coverage, with relevance off no relevance, and so on. The
+  binary figures (faithfulness, unsupported answers, stage diagnosis) read support_binary,
+  which is decided on its own (two reviewers who both say unsupported agree on it).
+- **Not available.** A project without relevance judgments has no retrieval figures and one
+  without evidence passages no stage diagnosis; both say so (``not_available``), never 0.
 - **Retrieval.** Grades come from the case's judgments; a case with no positive grade is not
   eligible (counted, never scored 0). With repeated samples each case's score is the mean over
   its samples before the mean over cases. The ``in_prompt`` ranking keeps only the passages
@@ -19,16 +25,17 @@ Definitions this module fixes (SPEC.md fixes the metrics themselves):
   ranking at all is counted as ``no_ranking`` rather than scored 0.
 - **Evidence passages** of a case: the passages of its ``evidence`` entries (the case author's
   evidence contract), not every passage graded helpful.
-- **Unsupported answer.** An answer with at least one claim whose decided support is
-  ``contradicted`` or ``insufficient_evidence``. It is unknown (``pending``) while it has an
-  undecided claim and no decided unsupported one.
+- **Unsupported answer.** An answer with at least one claim whose decided support_binary is
+  unsupported. It is unknown (``pending``) while it has an undecided claim and no decided
+  unsupported one.
 - **Failing answer** (stage diagnosis, answerable cases only): an unsupported answer, or an
   answer that abstained. A non-failing answer is ``ok`` when every claim's support is decided
   (an answer without claims that did not abstain is ``ok``), ``pending`` when a claim is
   still undecided, ``unlabelled`` when it has claims but no two submitted label sets.
 - **Stage** of a failing answer: the first stage of the pipeline that broke, in this order:
-  ``not_in_corpus`` (the case has no evidence passage in the corpus: import requires one, so
-  the passage was removed since), ``not_retrieved`` (no evidence passage within the top
+  ``not_in_corpus`` (the case names evidence passages but none is in the corpus any more; a
+  case that names none cannot be diagnosed and is counted as ``no_evidence``, apart from the
+  failures), ``not_retrieved`` (no evidence passage within the top
   ``stage_k`` of the ranking, ``stage_k`` being the report's largest k; a passage that
   reached the prompt counts as retrieved), ``not_in_prompt`` (retrieved, but no evidence
   passage reached the prompt), ``generation`` (evidence in the prompt, yet a claim is
@@ -59,6 +66,7 @@ from annotate.models import (
     RetrievedPassage,
     Variant,
 )
+from annotate.schema import LabelSchema
 from evaluation.metrics import (
     FAILURE_LABELS,
     NDCG_GAIN,
@@ -89,7 +97,7 @@ RANKINGS = ("full", "in_prompt")
 RETRIEVAL_METRICS = ("recall", "precision", "mrr", "ndcg")
 # Pipeline order: the stage bar reads left to right like index → retrieval → prompt → generation.
 STAGES = ("not_in_corpus", "not_retrieved", "not_in_prompt", "generation", "false_abstention")
-STAGE_ROWS = (*STAGES, "ok", "pending", "unlabelled")
+STAGE_ROWS = (*STAGES, "no_evidence", "ok", "pending", "unlabelled")
 DECIDED = frozenset({AGREED, ADJUDICATED})
 SUPPORTED = "supported"
 
@@ -98,11 +106,12 @@ FAILING = (
     "claims has a decided (agreed or adjudicated) support label other than 'supported'."
 )
 STAGE_DEFINITIONS = {
-    "not_in_corpus": "index: the case has no evidence passage in the corpus",
+    "not_in_corpus": "index: the case's evidence passages are no longer in the corpus",
     "not_retrieved": "retrieval: no evidence passage in the ranking's top k, none in the prompt",
     "not_in_prompt": "prompt: an evidence passage was retrieved but none reached the prompt",
     "generation": "generation: evidence in the prompt, yet a claim is contradicted/insufficient",
     "false_abstention": "generation: evidence in the prompt, yet the answer declined",
+    "no_evidence": "not diagnosable: failing, but the case names no evidence passage",
     "ok": "not failing, every claim decided",
     "pending": "not failing so far, but a claim's support is still undecided",
     "unlabelled": "has claims but not two submitted label sets yet",
@@ -132,6 +141,9 @@ class CaseData:
     split: str
     evidence: frozenset[str] = frozenset()
     grades: dict[str, int] = field(default_factory=dict)
+    # Evidence the case names whose passage is gone from the corpus (only a deleted passage
+    # does that: import refuses an unknown one).
+    evidence_lost: bool = False
 
     def in_slice(self, name: str) -> bool:
         return SLICE_TESTS[name](self)
@@ -149,11 +161,19 @@ SLICE_TESTS: dict[str, Callable[[CaseData], bool]] = {
 
 @dataclass
 class ClaimGold:
-    """One claim's gold fields; a field is None while it is not decided."""
+    """One claim's gold fields; a field is None while it is not decided (or not labelled)."""
 
-    support: str | None
+    support: str | None  # on the project's scale
+    support_binary: str | None  # supported / unsupported, decided on its own
     requires_evidence: bool | None
     citations: dict[str, str] | None
+
+    @property
+    def faithfulness_label(self) -> str | None:
+        """The finest decided label: the subtype when decided, else supported/unsupported."""
+        if self.support in ("supported", "contradicted", "insufficient_evidence"):
+            return self.support
+        return self.support_binary
 
 
 @dataclass
@@ -178,11 +198,12 @@ class AnswerData:
 
     @property
     def decided_supports(self) -> list[str]:
-        return [c.support for c in self.claims if c.support is not None]
+        """The claims' decided support_binary values."""
+        return [c.support_binary for c in self.claims if c.support_binary is not None]
 
     @property
     def undecided_claims(self) -> int:
-        """Claims without a decided support label (pending or never labelled)."""
+        """Claims without a decided support_binary (pending or never labelled)."""
         return self.claim_count - len(self.decided_supports)
 
     @property
@@ -213,7 +234,7 @@ class AnswerData:
     def _broken_stage(self, unsupported: bool, stage_k: int) -> str:
         evidence = self.case.evidence
         if not evidence:
-            return "not_in_corpus"
+            return "not_in_corpus" if self.case.evidence_lost else "no_evidence"
         in_prompt = evidence.intersection(self.prompt)
         if not in_prompt and not evidence.intersection(self.ranking[:stage_k]):
             return "not_retrieved"
@@ -238,6 +259,16 @@ class Dataset:
     cases: dict[int, CaseData]
     answers: list[AnswerData]
 
+    @property
+    def not_available(self) -> dict[str, str]:
+        """Sections that cannot be computed from this project's data, with the reason."""
+        out = {}
+        if not any(case.grades for case in self.cases.values()):
+            out["retrieval"] = "not available: no relevance judgments in this project"
+        if not any(case.evidence or case.evidence_lost for case in self.cases.values()):
+            out["stages"] = "not available: no evidence passages in this project"
+        return out
+
     def answers_of(self, variant: str) -> list[AnswerData]:
         return [a for a in self.answers if a.variant == variant]
 
@@ -252,23 +283,28 @@ def load(project: Project) -> Dataset:
         .values("pk", "name", "description", "model", "settings")
     }
     by_pk = {v.pk: v.name for v in variants.values()}
-    cases = {
-        row["pk"]: CaseData(**row)
-        for row in Case.objects.filter(project=project).values(
-            "pk", "case_id", "answerable", "adversarial", "split"
-        )
-    }
+    cases, named = {}, set()
+    for row in Case.objects.filter(project=project).values(
+        "pk", "case_id", "answerable", "adversarial", "split", "evidence_named"
+    ):
+        if row.pop("evidence_named"):
+            named.add(row["pk"])
+        cases[row["pk"]] = CaseData(**row)
     evidence: dict[int, set[str]] = defaultdict(set)
     for case_pk, passage_id in Evidence.objects.filter(case__project=project).values_list(
         "case_id", "passage__passage_id"
     ):
         evidence[case_pk].add(passage_id)
+
     for case_pk, passage_id, grade in Judgment.objects.filter(case__project=project).values_list(
         "case_id", "passage__passage_id", "grade"
     ):
         cases[case_pk].grades[passage_id] = grade
     for case_pk, ids in evidence.items():
         cases[case_pk].evidence = frozenset(ids)
+    for case_pk in named - evidence.keys():
+        # The bundle named evidence, but its rows went with a deleted passage.
+        cases[case_pk].evidence_lost = True
 
     answers = {
         row["pk"]: AnswerData(
@@ -332,6 +368,7 @@ def load(project: Project) -> Dataset:
         answers[claim_answer[pair.claim_id]].claims.append(
             ClaimGold(
                 support=decided.get("support"),
+                support_binary=decided.get("support_binary"),
                 requires_evidence=decided.get("requires_evidence"),
                 citations=citations,
             )
@@ -362,6 +399,8 @@ def evaluate(
     data = data or load(project)
     names = _variant_names(data, variants)
     stage_k = max(ks)
+    schema = project.schema
+    missing = data.not_available
     report_variants = {}
     for name in names:
         meta = data.variants[name]
@@ -377,10 +416,16 @@ def evaluate(
             "answers": len(answers),
             "cases": len(samples),
             "repeated_samples": any(n > 1 for n in samples.values()),
-            "retrieval": {s: _retrieval(_in_slice(answers, s), ks) for s in SLICES},
-            "generation": {s: _generation(_in_slice(answers, s)) for s in SLICES},
-            "stages": {s: _stages(_in_slice(answers, s), stage_k) for s in STAGE_SLICES},
-            "diagnosis": [
+            "retrieval": None
+            if "retrieval" in missing
+            else {s: _retrieval(_in_slice(answers, s), ks) for s in SLICES},
+            "generation": {s: _generation(_in_slice(answers, s), schema) for s in SLICES},
+            "stages": None
+            if "stages" in missing
+            else {s: _stages(_in_slice(answers, s), stage_k) for s in STAGE_SLICES},
+            "diagnosis": []
+            if "stages" in missing
+            else [
                 {
                     "answer_id": a.answer_id,
                     "case_id": a.case.case_id,
@@ -396,6 +441,8 @@ def evaluate(
     return {
         "project": project.slug,
         "corpus_version": project.corpus_version,
+        "label_schema": schema.as_dict(),
+        "not_available": missing,
         "ks": list(ks),
         "slices": list(SLICES),
         "definitions": {
@@ -490,19 +537,28 @@ def _retrieval(answers: list[AnswerData], ks: Sequence[int]) -> dict:
     return block
 
 
-def _generation(answers: list[AnswerData]) -> dict:
+def _generation(answers: list[AnswerData], schema: LabelSchema) -> dict:
+    """Generation figures of some answers. A field outside the project's label schema has no
+    figure at all (its key is absent), never a 0 or an empty rate."""
     labelled = [a for a in answers if a.labelled]
     claims = [c for a in labelled for c in a.claims]
     unlabelled_claims = sum(a.claim_count for a in answers if not a.labelled)
 
-    faith = claim_faithfulness(c.support for c in claims if c.support is not None)
+    faith = claim_faithfulness(
+        c.faithfulness_label for c in claims if c.faithfulness_label is not None
+    )
     decided_citations = [c for c in claims if c.citations is not None]
     precision = citation_precision(v for c in decided_citations for v in c.citations.values())
+    # Without a needs-evidence field every claim needs evidence.
+    asks_requires = schema.claim("requires_evidence")
     coverage_claims = [
-        c for c in claims if c.citations is not None and c.requires_evidence is not None
+        c
+        for c in claims
+        if c.citations is not None and (c.requires_evidence is not None or not asks_requires)
     ]
     coverage = citation_coverage(
-        ClaimCitations(c.requires_evidence, tuple(c.citations.values())) for c in coverage_claims
+        ClaimCitations(c.requires_evidence if asks_requires else True, tuple(c.citations.values()))
+        for c in coverage_claims
     )
     relevance_values = [a.gold["relevance"] for a in labelled if "relevance" in a.gold]
     relevance = relevance_distribution(relevance_values)
@@ -518,7 +574,7 @@ def _generation(answers: list[AnswerData]) -> dict:
     failures = failure_label_counts(failures_decided)
     unsupported = sum(bool(a.unsupported) for a in known)
 
-    return {
+    block = {
         "answers": len(answers),
         "labelled": len(labelled),
         "unlabelled": len(answers) - len(labelled),
@@ -527,6 +583,9 @@ def _generation(answers: list[AnswerData]) -> dict:
             "supported": faith.supported,
             "contradicted": faith.contradicted,
             "insufficient": faith.insufficient,
+            # decided unsupported, subtype not (yet) decided: every unsupported claim of a
+            # binary project, and a three-way claim whose subtype still waits for a lead
+            "unsupported": faith.unsupported,
             "rate": faith.rate,
             "pending": len(claims) - faith.n,
             "unlabelled": unlabelled_claims,
@@ -585,6 +644,15 @@ def _generation(answers: list[AnswerData]) -> dict:
         "cost": _asdict(cost_summary(a.request_cost for a in answers)),
         "generation_variance": _variance(answers),
     }
+    if not schema.claim("citations"):
+        del block["citation_precision"], block["citation_coverage"]
+    if not schema.answer("relevance"):
+        del block["relevance"]
+    if not schema.answer("abstention"):
+        del block["abstention"]["gold"]
+    if not schema.answer("failure_labels"):
+        del block["failure_labels"]
+    return block
 
 
 def _variance(answers: list[AnswerData]) -> dict | None:
@@ -928,6 +996,7 @@ def report_tables(report: dict) -> dict[str, Table]:
         [
             {"slice": s, "variant": name, "ranking": ranking.replace("_", "-"), "k": int(k), **r}
             for s, name, v in per_slice
+            if v["retrieval"] is not None
             for ranking in RANKINGS
             for k, r in v["retrieval"][s][ranking].items()
         ],
@@ -937,10 +1006,13 @@ def report_tables(report: dict) -> dict[str, Table]:
     rows = []
     for s, name, v in per_slice:
         g = v["generation"][s]
-        f, p, c = g["faithfulness"], g["citation_precision"], g["citation_coverage"]
-        r, u, var = g["relevance"], g["unsupported_answers"], g["generation_variance"]
+        f, p, c = g["faithfulness"], g.get("citation_precision"), g.get("citation_coverage")
+        r, u, var = g.get("relevance"), g["unsupported_answers"], g["generation_variance"]
         common = {"slice": s, "variant": name}
-        rows += [
+        subtypes = [f"contradicted {f['contradicted']}", f"insufficient {f['insufficient']}"]
+        if f["unsupported"] or not (f["contradicted"] or f["insufficient"]):
+            subtypes.append(f"unsupported, subtype undecided {f['unsupported']}")
+        rows.append(
             {
                 **common,
                 "metric": "faithfulness",
@@ -949,8 +1021,10 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "n": f["n"],
                 "pending": f["pending"],
                 "unlabelled": f["unlabelled"],
-                "detail": f"contradicted {f['contradicted']}, insufficient {f['insufficient']}",
-            },
+                "detail": ", ".join(subtypes),
+            }
+        )
+        optional = [
             {
                 **common,
                 "metric": "citation precision",
@@ -959,7 +1033,9 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "n": p["links"],
                 "pending": p["pending"],
                 "detail": f"does not support {p['does_not_support']}, not found {p['not_found']}",
-            },
+            }
+            if p is not None
+            else None,
             {
                 **common,
                 "metric": "citation coverage",
@@ -968,7 +1044,9 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "n": c["requiring_evidence"],
                 "pending": c["pending"],
                 "detail": f"not requiring evidence {c['not_requiring_evidence']}",
-            },
+            }
+            if c is not None
+            else None,
             {
                 **common,
                 "metric": "relevance (mean 0-2)",
@@ -977,7 +1055,12 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "pending": r["pending"],
                 "unlabelled": g["unlabelled"],
                 "detail": " · ".join(f"{k}: {n}" for k, n in r["counts"].items()),
-            },
+            }
+            if r is not None
+            else None,
+        ]
+        rows += [row for row in optional if row is not None]
+        rows += [
             {
                 **common,
                 "metric": "unsupported answers",
@@ -985,7 +1068,7 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "count": u["unsupported"],
                 "n": u["n"],
                 "pending": u["pending"],
-                "detail": "answers with a contradicted or insufficient claim",
+                "detail": "answers with a claim decided unsupported",
             },
         ]
         if var is not None:
@@ -1042,8 +1125,8 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "slice": s,
                 "variant": name,
                 **{k: val for k, val in ab.items() if k != "gold"},
-                "gold_appropriate": ab["gold"]["appropriate"],
-                "gold_unnecessary": ab["gold"]["unnecessary"],
+                "gold_appropriate": ab["gold"]["appropriate"] if "gold" in ab else None,
+                "gold_unnecessary": ab["gold"]["unnecessary"] if "gold" in ab else None,
             }
             for s, name, v in per_slice
             for ab in [v["generation"][s]["abstention"]]
@@ -1060,6 +1143,7 @@ def report_tables(report: dict) -> dict[str, Table]:
         [
             {"slice": s, "variant": name, **fl["counts"], **fl}
             for s, name, v in per_slice
+            if "failure_labels" in v["generation"][s]
             for fl in [v["generation"][s]["failure_labels"]]
         ],
         group_by="slice",
@@ -1082,6 +1166,7 @@ def report_tables(report: dict) -> dict[str, Table]:
             {"slice": s, "variant": name, "stage": stage, "n": block["answers"], **row}
             for s in STAGE_SLICES
             for name, v in variants.items()
+            if v["stages"] is not None
             for block in [v["stages"][s]]
             for stage, row in block["rows"].items()
         ],

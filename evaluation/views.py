@@ -146,7 +146,7 @@ def report(request, project, role):
             "tables": [
                 _html_table(tables[name], request, project.slug, answer_pks)
                 for name in SECTION_TABLES[section]
-                if name in tables
+                if name in tables and section not in result["not_available"]
             ],
         }
         for section, title in SECTIONS
@@ -234,7 +234,9 @@ def _charts(report: dict, data, k: int) -> dict:
             bars.append(charts.Bar(name, row[metric], row["eligible"], colours[name]))
         return charts.bar_chart(f"{label}@{chart_k} · {ranking.replace('_', '-')}", bars)
 
-    def generation(title: str, get, *, max_value=1.0):
+    def generation(title: str, get, *, needs: str | None = None, max_value=1.0):
+        if needs is not None and any(needs not in v["generation"]["all"] for _, v in variants):
+            return None  # a field the project does not label has no chart
         bars = []
         for name, v in variants:
             value, n = get(v["generation"]["all"])
@@ -265,9 +267,12 @@ def _charts(report: dict, data, k: int) -> dict:
                 colour=colours[name],
             )
         )
+    missing = report["not_available"]
     return {
         "k": chart_k,
-        "retrieval": [
+        "retrieval": []
+        if "retrieval" in missing
+        else [
             retrieval("recall", "full", "Recall"),
             retrieval("mrr", "full", "MRR"),
             retrieval("ndcg", "full", "nDCG"),
@@ -275,29 +280,37 @@ def _charts(report: dict, data, k: int) -> dict:
             retrieval("ndcg", "in_prompt", "nDCG"),
         ],
         "generation": [
-            generation(
-                "Claim faithfulness", lambda g: (g["faithfulness"]["rate"], g["faithfulness"]["n"])
-            ),
-            generation(
-                "Citation precision",
-                lambda g: (g["citation_precision"]["rate"], g["citation_precision"]["links"]),
-            ),
-            generation(
-                "Citation coverage",
-                lambda g: (
-                    g["citation_coverage"]["rate"],
-                    g["citation_coverage"]["requiring_evidence"],
+            chart
+            for chart in [
+                generation(
+                    "Claim faithfulness",
+                    lambda g: (g["faithfulness"]["rate"], g["faithfulness"]["n"]),
                 ),
-            ),
-            generation(
-                "Unsupported answers (share)",
-                lambda g: (g["unsupported_answers"]["rate"], g["unsupported_answers"]["n"]),
-            ),
-            generation(
-                "Relevance (mean, 0–2)",
-                lambda g: (g["relevance"]["mean"], g["relevance"]["n"]),
-                max_value=2.0,
-            ),
+                generation(
+                    "Citation precision",
+                    lambda g: (g["citation_precision"]["rate"], g["citation_precision"]["links"]),
+                    needs="citation_precision",
+                ),
+                generation(
+                    "Citation coverage",
+                    lambda g: (
+                        g["citation_coverage"]["rate"],
+                        g["citation_coverage"]["requiring_evidence"],
+                    ),
+                    needs="citation_coverage",
+                ),
+                generation(
+                    "Unsupported answers (share)",
+                    lambda g: (g["unsupported_answers"]["rate"], g["unsupported_answers"]["n"]),
+                ),
+                generation(
+                    "Relevance (mean, 0–2)",
+                    lambda g: (g["relevance"]["mean"], g["relevance"]["n"]),
+                    needs="relevance",
+                    max_value=2.0,
+                ),
+            ]
+            if chart is not None
         ],
         "abstention": [
             generation(
@@ -316,7 +329,9 @@ def _charts(report: dict, data, k: int) -> dict:
                 ),
             ),
         ],
-        "stages": [
+        "stages": []
+        if "stages" in missing
+        else [
             charts.stage_bar(
                 name,
                 {s: v["stages"]["answerable"]["rows"][s]["answers"] for s in STAGE_ROWS},

@@ -446,5 +446,20 @@ class ConflictSerializer(serializers.Serializer):
 
 
 class GoldFilterSerializer(serializers.Serializer):
-    item = serializers.ChoiceField(choices=["claim", "answer"], required=False)
-    judge_split = serializers.ChoiceField(choices=["judge_dev", "judge_test"], required=False)
+    item = serializers.ChoiceField(
+        choices=["all", "claim", "answer"],
+        required=False,
+        default="all",
+        help_text="Answer rows are the samples Ragas' EvaluationDataset reads.",
+    )
+    judge_split = serializers.ChoiceField(
+        choices=["all", "judge_dev", "judge_test"], required=False, default="all"
+    )
+    decided_only = serializers.BooleanField(
+        required=False, default=False, help_text="Only rows with nothing left to decide."
+    )
+    with_context = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Repeat the answer's question, text and passages on claim rows.",
+    )

@@ -771,14 +771,13 @@ class Gold(LeadView):
 
     def get(self, request, slug):
         filters = query(s.GoldFilterSerializer, request)
-        rows = exports.gold_rows(self.project)
-        if filters:
-            rows = (
-                row
-                for row in rows
-                if row["item"] == filters.get("item", row["item"])
-                and row["judge_split"] == filters.get("judge_split", row["judge_split"])
-            )
+        rows = exports.gold_rows(
+            self.project,
+            item=filters["item"],
+            split=filters["judge_split"],
+            decided_only=filters["decided_only"],
+            with_context=filters["with_context"],
+        )
         return stream(rows, fmt=self.fmt, filename=f"{slug}-gold.{self.fmt}")
 
 

@@ -319,6 +319,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
             "checked_documents",
             "tags",
             "reference",
+            "evidence_named",
             "content_hash",
         ],
         (
@@ -335,6 +336,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
                 c.checked_documents,
                 c.tags,
                 c.reference,
+                len(c.evidence),
                 content_hash(c.row()),
             )
             for c, pk in zip(plan.new["case"], ids, strict=True)
@@ -351,6 +353,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
             checked_documents=c.checked_documents,
             tags=c.tags,
             reference=c.reference,
+            evidence_named=len(c.evidence),
             content_hash=content_hash(c.row()),
         )
     Evidence.objects.filter(case_id__in=[case_pk[c.case_id] for c in plan.changed["case"]]).delete()

@@ -243,22 +243,32 @@ def test_gold_rows_carry_provenance_and_tool_field_names(demo):
         r for r in claims if r["answer_id"] == "a2-deadline/baseline" and r["claim_index"] == 1
     )
     assert row["label"] == 0 and row["gold"]["support"] == "contradicted"
-    assert row["gold_source"]["support"] == "agreed"
-    assert row["user_input"].startswith("When is Assignment 2 due")
+    assert row["gold"]["support_binary"] == "unsupported"
+    assert row["gold_source"]["support"] == "agreed" and row["decided"] is True
     assert row["reviewer_a"]["reviewer"] in {"R1", "R2"} and "alice" not in json.dumps(row)
     assert row["judge_split"] in {"judge_dev", "judge_test"}
     assert {
-        "retrieved_contexts",
         "retrieved_context_ids",
-        "doc",
+        "in_prompt_ids",
         "claim",
-        "response",
+        "answer_id",
         "export_id",
         "as_of",
         "schema_version",
         "content_hash",
         "human_kappa",
     } <= set(row)
+    # a claim row names its answer instead of repeating its texts, unless asked to
+    assert not {"user_input", "response", "retrieved_contexts", "doc"} & set(row)
+    answer_row = next(r for r in answers if r["answer_id"] == "a2-deadline/baseline")
+    assert answer_row["user_input"].startswith("When is Assignment 2 due")
+    assert answer_row["response"] and answer_row["retrieved_contexts"]
+    wide = next(
+        r
+        for r in gold_rows(demo, item="claim", with_context=True)
+        if r["answer_id"] == "a2-deadline/baseline" and r["claim_index"] == 1
+    )
+    assert wide["user_input"] == answer_row["user_input"] and wide["doc"]
     by_case: dict[str, set[str]] = {}
     for r in rows:
         by_case.setdefault(r["case_id"], set()).add(r["judge_split"])
@@ -285,3 +295,75 @@ def test_gold_download_streams_for_leads_only(client, demo, lead, outsider):
     assert response.status_code == 200 and response.streaming
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert len(lines) == 101 and json.loads(lines[0])["project"] == "demo"
+
+
+def test_gold_filters_choose_items_splits_and_decided_rows(demo):
+    every = list(gold_rows(demo))
+    claims = list(gold_rows(demo, item="claim"))
+    answers = list(gold_rows(demo, item="answer"))
+    assert claims == [r for r in every if r["item"] == "claim"]
+    assert [r["answer_id"] for r in answers] == [
+        r["answer_id"] for r in every if r["item"] == "answer"
+    ]
+    for split in ("judge_dev", "judge_test"):
+        chosen = list(gold_rows(demo, split=split))
+        assert chosen and all(r["judge_split"] == split for r in chosen)
+        assert len(chosen) == sum(r["judge_split"] == split for r in every)
+    decided = list(gold_rows(demo, decided_only=True))
+    assert decided and all(r["decided"] for r in decided)
+    assert len(decided) == sum(r["decided"] for r in every) < len(every)
+    with pytest.raises(ValueError, match="item must be one of"):
+        list(gold_rows(demo, item="claims"))
+
+
+def test_export_gold_command_takes_the_filters(demo, tmp_path):
+    path = tmp_path / "answers.jsonl"
+    call_command(
+        "export_gold",
+        "--project",
+        demo.slug,
+        "--item",
+        "answer",
+        "--split",
+        "judge_test",
+        "--decided-only",
+        "--output",
+        str(path),
+    )
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows and {r["item"] for r in rows} == {"answer"}
+    assert {r["judge_split"] for r in rows} == {"judge_test"} and all(r["decided"] for r in rows)
+
+
+def test_human_kappas_from_grouped_counts_equal_the_agreement_report(demo):
+    from evaluation.agreement_report import agreement_report, human_kappas
+
+    report = agreement_report(demo, n_boot=0)["slices"]["all"]
+    kappas = human_kappas(demo)
+    assert set(kappas) == {name for name in report if name != "evidence"}
+    for name, kappa in kappas.items():
+        assert kappa == pytest.approx(report[name]["kappa"]), name
+
+
+def test_the_gold_page_counts_before_the_download(client, demo, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    response = client.get(reverse("gold", kwargs={"slug": demo.slug}))
+    counts = response.context["counts"]
+    rows = list(gold_rows(demo))
+    claim_rows = [r for r in rows if r["item"] == "claim"]
+    assert counts.claims.total() == len(claim_rows) == 61
+    assert counts.claims["pending"] == sum(not r["decided"] for r in claim_rows)
+    assert counts.claims["adjudicated"] == 0
+    assert counts.by_split["judge_dev"].total() + counts.by_split["judge_test"].total() == 61
+    body = response.content.decode()
+    assert "Download JSONL" in body and 'name="decided_only"' in body
+    download = client.get(
+        reverse("gold_download", kwargs={"slug": demo.slug, "fmt": "jsonl"}),
+        {"item": "answer", "split": "all"},
+    )
+    lines = b"".join(download.streaming_content).decode().splitlines()
+    assert len(lines) == 40 and {json.loads(line)["item"] for line in lines} == {"answer"}
+    bad = client.get(
+        reverse("gold_download", kwargs={"slug": demo.slug, "fmt": "jsonl"}), {"item": "x"}
+    )
+    assert bad.status_code == 400

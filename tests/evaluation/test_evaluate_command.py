@@ -31,7 +31,16 @@ def test_json_is_the_service_dict_in_a_stable_key_order(stages):
     text = run("--project", "stages", "--json")
     report = json.loads(text)
     assert report == json.loads(json.dumps(evaluate(stages)))
-    assert list(report) == ["project", "corpus_version", "ks", "slices", "definitions", "variants"]
+    assert list(report) == [
+        "project",
+        "corpus_version",
+        "label_schema",
+        "not_available",
+        "ks",
+        "slices",
+        "definitions",
+        "variants",
+    ]
     assert report["ks"] == [1, 3, 5, 10]
     assert list(report["variants"]) == ["baseline", "hybrid"]
     baseline = report["variants"]["baseline"]

@@ -147,6 +147,7 @@ def test_each_constructed_failure_is_diagnosed_at_the_stage_that_broke_first(rep
         "not_in_prompt": ["c-prompt/baseline"],
         "generation": ["c-generation/baseline"],
         "false_abstention": ["c-abstain/baseline"],
+        "no_evidence": [],
         "ok": ["c-ok/baseline"],
         "pending": ["c-pending/baseline"],
         "unlabelled": [],
@@ -164,6 +165,7 @@ def test_the_second_variant_moves_answers_between_stages_sample_by_sample(report
         "not_in_prompt": [],
         "generation": ["c-generation/hybrid"],
         "false_abstention": [],
+        "no_evidence": [],
         "ok": [
             "c-abstain/hybrid",
             "c-generation/hybrid/1",

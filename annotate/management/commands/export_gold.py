@@ -2,23 +2,47 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exports import gold_csv, gold_rows, jsonl
+from annotate.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows, jsonl
 from annotate.models import Project
 
 
 class Command(BaseCommand):
-    help = "Export the gold set: one row per doubly-labelled claim and per answer."
+    help = "Export the gold set: one row per claim and per answer of doubly-labelled answers."
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project slug")
         parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
         parser.add_argument("--output", help="file to write (default: standard output)")
+        parser.add_argument(
+            "--item",
+            choices=ITEMS,
+            default="all",
+            help="claim rows, answer rows (the samples Ragas reads), or all",
+        )
+        parser.add_argument("--split", choices=JUDGE_SPLITS, default="all", help="judge split")
+        parser.add_argument(
+            "--decided-only",
+            action="store_true",
+            help="leave out rows with a field a lead still has to decide",
+        )
+        parser.add_argument(
+            "--with-context",
+            action="store_true",
+            help="repeat the answer's question, text and passages on every claim row",
+        )
 
-    def handle(self, *args, project, format, output, **options):
+    def handle(self, *args, project, format, output, item, split, **options):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
-        lines = jsonl(gold_rows(found)) if format == "jsonl" else gold_csv(gold_rows(found))
+        rows = gold_rows(
+            found,
+            item=item,
+            split=split,
+            decided_only=options["decided_only"],
+            with_context=options["with_context"],
+        )
+        lines = jsonl(rows) if format == "jsonl" else gold_csv(rows)
         out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
         try:
             for line in lines:
