@@ -7,6 +7,7 @@ from django import forms
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
+from annotate.schema import LabelSchema
 
 
 class BundleFileField(forms.FileField):
@@ -124,3 +125,40 @@ BOUNDARY_FORMS: dict[str, type[forms.Form]] = {
     "add": SpanForm,
     "accept": forms.Form,
 }
+
+
+class LabelSchemaForm(forms.Form):
+    """The label schema (annotate.schema) as the set-up page edits it before labelling opens."""
+
+    support = forms.ChoiceField(
+        choices=[
+            ("three_way", "three-way: supported · contradicted · insufficient evidence"),
+            ("binary", "binary: supported · unsupported"),
+        ],
+        widget=forms.RadioSelect,
+        label="Support",
+    )
+    claim_fields = forms.MultipleChoiceField(
+        choices=[
+            ("severity", "severity"),
+            ("requires_evidence", "needs evidence"),
+            ("evidence", "evidence passage and quote"),
+            ("citations", "citation verdicts"),
+        ],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Also per claim",
+    )
+    answer_fields = forms.MultipleChoiceField(
+        choices=[
+            ("relevance", "relevance (0–2)"),
+            ("abstention", "abstention (when the answer declines)"),
+            ("failure_labels", "failure labels"),
+        ],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Per answer",
+    )
+
+    def schema(self) -> LabelSchema:
+        return LabelSchema.parse(self.cleaned_data)

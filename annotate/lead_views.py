@@ -23,6 +23,7 @@ from annotate.lead_forms import (
     BOUNDARY_FORMS,
     AddMemberForm,
     GuidelinesForm,
+    LabelSchemaForm,
     MemberForm,
     NewProjectForm,
     UploadForm,
@@ -65,6 +66,10 @@ def _setup_url(project: Project) -> str:
 @require_GET
 @project_view(Role.LEAD)
 def project_setup(request, project, role):
+    return _setup_page(request, project, role, LabelSchemaForm(initial=project.schema.as_dict()))
+
+
+def _setup_page(request, project, role, schema_form, status=200):
     summary = selectors.setup_summary(project)
     return render(
         request,
@@ -76,8 +81,26 @@ def project_setup(request, project, role):
             "current": "setup",
             "blinding": selectors.blinding_check(project),
             "blinding_flag_at": round(blinding.FLAG_AT * 100),
+            "schema_form": schema_form,
         },
+        status=status,
     )
+
+
+@require_POST
+@project_view(Role.LEAD)
+def label_schema(request, project, role):
+    form = LabelSchemaForm(request.POST)
+    if form.is_valid():
+        try:
+            services.set_label_schema(project=project, schema=form.schema())
+        except ServiceError as exc:
+            # Shown as a message: once the schema is locked the page has no form to mark.
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Label schema saved: {form.schema().describe()}.")
+            return _go(request, _setup_url(project))
+    return _setup_page(request, project, role, form, status=400)
 
 
 @require_POST

@@ -281,6 +281,7 @@ class FieldRow:
     source: str
     rationale: str
     differs: bool
+    vocabulary: tuple = ()  # the values 'other' offers, when not the field's usual ones
 
     @property
     def key(self) -> str:
@@ -305,7 +306,8 @@ class FieldRow:
     @property
     def choices(self) -> list[tuple[object, str]]:
         """(value as posted, as shown) for the 'other' select."""
-        return [(value, show_choice(value)) for value in FIELD_CHOICES.get(self.name, [])]
+        values = self.vocabulary or FIELD_CHOICES.get(self.name, [])
+        return [(value, show_choice(value)) for value in values]
 
 
 def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
@@ -321,6 +323,11 @@ class ClaimAdjudication:
     fields: list[FieldRow]
     quote_a: str
     quote_b: str
+    note_a: str = ""
+    note_b: str = ""
+    # Both reviewers said unsupported, in different words: the binary value is agreed and
+    # only the subtype waits.
+    binary_agreed: str | None = None
 
     @property
     def split(self):
@@ -338,6 +345,8 @@ class AdjudicationScreen:
     version: int
     pending: int
     history: list
+    note_a: str = ""
+    note_b: str = ""
 
     @property
     def answer_split(self):
@@ -393,6 +402,12 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         )
     }
 
+    schema = project.schema
+    # support_binary follows the support decision: a lead decides support, never it alone.
+    claim_names = [f for f in gold.claim_fields(schema) if f not in gold.DERIVED]
+    answer_names = list(gold.answer_fields(schema))
+    vocabulary = {"support": schema.support_labels}
+
     def rows(pair, item, names):
         a, b = _side_values(pair, "a", names), _side_values(pair, "b", names)
         return [
@@ -405,6 +420,7 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
                 pair.source.get(name),
                 pair.rationale.get(name, ""),
                 pair.differs(name),
+                vocabulary.get(name, ()),
             )
             for name in names
         ]
@@ -413,9 +429,17 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         ClaimAdjudication(
             claim=claims[p.claim_id],
             citations=list(claims[p.claim_id].citations.all()),
-            fields=rows(p, str(p.ordinal), gold.CLAIM_FIELDS),
+            fields=rows(p, str(p.ordinal), claim_names),
             quote_a=p.a.get("evidence_quote") or "",
             quote_b=p.b.get("evidence_quote") or "",
+            note_a=p.a.get("note") or "",
+            note_b=p.b.get("note") or "",
+            binary_agreed=(
+                p.gold.get("support_binary")
+                if p.source.get("support") == gold.PENDING
+                and p.source.get("support_binary") == gold.AGREED
+                else None
+            ),
         )
         for p in claim_pairs
     ]
@@ -436,18 +460,21 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         .order_by("-decided_at", "-pk")[:50]
     )
     label_rows = [ClaimRow(c, None, list(c.citations.all())) for c in claims.values()]
-    answer_fields = rows(answer_pairs[0], "answer", gold.ANSWER_FIELDS)
+    answer_pair = answer_pairs[0]
+    answer_fields = rows(answer_pair, "answer", answer_names)
     all_fields = [f for c in claim_rows for f in c.fields] + answer_fields
     return AdjudicationScreen(
         answer=answer,
         question=answer.case.question,
         segments=segments(answer.text, label_rows),
         claims=sorted(claim_rows, key=lambda c: c.claim.ordinal),
-        answer_fields=all_fields[len(all_fields) - len(gold.ANSWER_FIELDS) :],
+        answer_fields=answer_fields,
         passages=passages,
         version=lock.version if lock else 0,
         pending=sum(f.source == gold.PENDING for f in all_fields),
         history=history,
+        note_a=answer_pair.a.get("note") or "",
+        note_b=answer_pair.b.get("note") or "",
     )
 
 

@@ -28,6 +28,7 @@ urlpatterns = [
     path("p/<slug:slug>/claims/", lead_views.boundaries, name="boundaries"),
     path("p/<slug:slug>/claims/<int:answer_pk>/", lead_views.boundary_edit, name="boundary_edit"),
     path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
+    path("p/<slug:slug>/schema/", lead_views.label_schema, name="label_schema"),
     path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication_queue"),
     path("p/<slug:slug>/adjudicate/<int:number>/", views.adjudicate, name="adjudicate"),
     path("p/<slug:slug>/gold/", views.gold_page, name="gold"),

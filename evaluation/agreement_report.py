@@ -146,7 +146,12 @@ def _json(value):
 
 
 def claim_report_fields(schema: LabelSchema) -> tuple[str, ...]:
-    return tuple(f for f in CLAIM_REPORT_FIELDS if schema.claim(_SCHEMA_FIELD.get(f, f)))
+    """support and support_binary always; the others where the schema labels them."""
+    return tuple(
+        f
+        for f in CLAIM_REPORT_FIELDS
+        if f == "support_binary" or schema.claim(_SCHEMA_FIELD.get(f, f))
+    )
 
 
 def answer_report_fields(schema: LabelSchema) -> tuple[str, ...]:

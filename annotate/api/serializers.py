@@ -21,6 +21,9 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
+from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
+from annotate.schema import SCALES, LabelSchema
 
 MAX_QUOTE = 2000
 MAX_NOTE = 5000
@@ -31,6 +34,31 @@ def blank_choices(choices) -> list:
 
 
 # --- Projects --------------------------------------------------------------------------------
+
+
+class LabelSchemaSerializer(serializers.Serializer):
+    """Which fields the project's reviewers label (annotate.schema); a field left out is
+    absent from tasks, labels, agreement, gold and reports."""
+
+    support = serializers.ChoiceField(choices=list(SCALES))
+    claim_fields = serializers.MultipleChoiceField(
+        choices=list(SCHEMA_CLAIM_FIELDS), required=False, default=list
+    )
+    answer_fields = serializers.MultipleChoiceField(
+        choices=list(SCHEMA_ANSWER_FIELDS), required=False, default=list
+    )
+
+    def to_representation(self, instance):
+        return instance() if callable(instance) else instance
+
+    def validate(self, data):
+        return LabelSchema.parse(
+            {
+                "support": data["support"],
+                "claim_fields": sorted(data.get("claim_fields") or ()),
+                "answer_fields": sorted(data.get("answer_fields") or ()),
+            }
+        )
 
 
 class ProjectSerializer(serializers.Serializer):
@@ -45,6 +73,7 @@ class ProjectSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(source="project.created_at")
     opened_at = serializers.DateTimeField(source="project.opened_at", allow_null=True)
     role = serializers.ChoiceField(choices=Role.choices)
+    label_schema = LabelSchemaSerializer(source="project.schema.as_dict", read_only=True)
 
 
 class ProjectFilterSerializer(serializers.Serializer):
@@ -166,8 +195,26 @@ class CitationSerializer(serializers.Serializer):
     resolved = serializers.BooleanField(help_text="False: the id resolves to no passage.")
 
 
-class ClaimLabelSerializer(serializers.Serializer):
-    """The reviewer's own label of one claim, as saved (drafts included)."""
+class SchemaFieldsMixin:
+    """Leaves out the fields the project's label schema does not label (context "schema")."""
+
+    field_of: dict[str, str] = {}
+    kind = "claim"
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        schema = self.context.get("schema")
+        if schema is None:
+            return data
+        labelled = schema.claim if self.kind == "claim" else schema.answer
+        return {k: v for k, v in data.items() if labelled(self.field_of.get(k, k))}
+
+
+class ClaimLabelSerializer(SchemaFieldsMixin, serializers.Serializer):
+    """The reviewer's own label of one claim, as saved (drafts included): the fields of the
+    project's label schema."""
+
+    field_of = {"evidence_ids": "evidence", "evidence_quote": "evidence"}
 
     support = serializers.CharField()
     severity = serializers.CharField()
@@ -187,7 +234,9 @@ class TaskClaimSerializer(serializers.Serializer):
     label = ClaimLabelSerializer(allow_null=True)
 
 
-class AnswerLabelSerializer(serializers.Serializer):
+class AnswerLabelSerializer(SchemaFieldsMixin, serializers.Serializer):
+    kind = "answer"
+
     relevance = serializers.IntegerField(allow_null=True)
     abstention = serializers.CharField()
     failure_labels = serializers.ListField(child=serializers.CharField())
@@ -229,6 +278,7 @@ class TaskSerializer(serializers.Serializer):
 
     task_number = serializers.IntegerField(source="answer.task_number")
     status = serializers.ChoiceField(source="assignment.status", choices=Assignment.Status.choices)
+    label_schema = LabelSchemaSerializer(source="assignment.project.schema.as_dict")
     question = serializers.CharField()
     answer = serializers.SerializerMethodField()
     claims = TaskClaimSerializer(many=True)
@@ -239,7 +289,7 @@ class TaskSerializer(serializers.Serializer):
     )
 
     def get_answer(self, screen) -> TaskAnswerSerializer:
-        return TaskAnswerSerializer(screen).data
+        return TaskAnswerSerializer(screen, context=self.context).data
 
     def get_progress(self, screen) -> ProgressSerializer:
         return ProgressSerializer(screen).data
@@ -295,6 +345,9 @@ class ClaimDraftSerializer(serializers.Serializer):
             raise serializers.ValidationError(f"The claim does not cite {', '.join(unknown)}.")
         return value
 
+    def validate(self, data):
+        return _labelled_only(data, self.context.get("schema"), "claim")
+
 
 class ClaimDraftResultSerializer(serializers.Serializer):
     label = ClaimLabelSerializer()
@@ -312,6 +365,25 @@ class AnswerDraftSerializer(serializers.Serializer):
     note = serializers.CharField(
         required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False
     )
+
+    def validate(self, data):
+        return _labelled_only(data, self.context.get("schema"), "answer")
+
+
+def _labelled_only(data: dict, schema, kind: str) -> dict:
+    """Refuse a value for a field the project's label schema does not label, by its path."""
+    if schema is None:
+        return data
+    labelled = schema.claim if kind == "claim" else schema.answer
+    field_of = ClaimLabelSerializer.field_of if kind == "claim" else {}
+    off = {
+        key: [f"'{key}' is not labelled in this project ({schema.describe()})."]
+        for key, value in data.items()
+        if not labelled(field_of.get(key, key)) and value not in (None, "", [], {})
+    }
+    if off:
+        raise serializers.ValidationError(off)
+    return data
 
 
 class AnswerDraftResultSerializer(serializers.Serializer):
@@ -378,9 +450,13 @@ class AdjudicationClaimSerializer(serializers.Serializer):
     start = serializers.IntegerField(source="claim.start")
     end = serializers.IntegerField(source="claim.end")
     citations = CitationSerializer(many=True)
+    notes = serializers.SerializerMethodField(help_text="Each reviewer's note on the claim.")
 
     def get_fields(self):
         return with_fields_field(super().get_fields(), FieldRowSerializer(many=True))
+
+    def get_notes(self, item) -> dict[str, str]:
+        return {"a": item.note_a, "b": item.note_b}
 
 
 class DecisionHistorySerializer(serializers.Serializer):
@@ -405,9 +481,13 @@ class AdjudicationSerializer(serializers.Serializer):
     answer_fields = FieldRowSerializer(many=True)
     passages = PassageSerializer(many=True)
     history = DecisionHistorySerializer(many=True)
+    notes = serializers.SerializerMethodField(help_text="Each reviewer's note on the answer.")
 
     def get_answer(self, screen) -> dict[str, str | bool]:
         return {"text": screen.answer.text, "abstained": screen.answer.abstained}
+
+    def get_notes(self, screen) -> dict[str, str]:
+        return {"a": screen.note_a, "b": screen.note_b}
 
 
 class DecisionInputSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ urlpatterns = [
     path("projects/", views.ProjectList.as_view(), name="projects"),
     path(P, views.ProjectDetail.as_view(), name="project"),
     path(P + "open/", views.OpenLabelling.as_view(), name="open-labelling"),
+    path(P + "label-schema/", views.LabelSchemaView.as_view(), name="label-schema"),
     path(P + "bundle/", views.Bundle.as_view(), name="bundle"),
     path(P + "labels/", views.LabelsImport.as_view(), name="labels"),
     path(P + "members/", views.MemberList.as_view(), name="members"),

@@ -294,6 +294,26 @@ class ProjectDetail(ProjectView):
         return Response(s.ProjectSerializer(membership).data)
 
 
+class LabelSchemaView(LeadView):
+    @extend_schema(
+        tags=["projects"],
+        summary="Which fields reviewers label; only before labelling opens",
+        request=s.LabelSchemaSerializer,
+        responses=responses(s.ProjectSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def put(self, request, slug):
+        serializer = s.LabelSchemaSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            project = services.set_label_schema(
+                project=self.project, schema=serializer.validated_data
+            )
+        except ServiceError as exc:
+            return refused(exc)
+        membership = Membership(project=project, user=request.user, role=self.role)
+        return Response(s.ProjectSerializer(membership).data)
+
+
 class OpenLabelling(LeadView):
     @extend_schema(
         tags=["projects"],
@@ -480,7 +500,9 @@ class TaskView(ReviewerView):
         return assignment
 
     def task(self, assignment: Assignment) -> Response:
-        return Response(s.TaskSerializer(selectors.task_screen(assignment)).data)
+        screen = selectors.task_screen(assignment)
+        context = {"schema": assignment.project.schema}
+        return Response(s.TaskSerializer(screen, context=context).data)
 
 
 class NextTask(TaskView):
@@ -562,6 +584,7 @@ class ClaimDraft(TaskView):
             context={
                 "passage_ids": set(screen.shown),
                 "cited_ids": {c.cited_id for c in row.citations},
+                "schema": assignment.project.schema,
             },
         )
         if not serializer.is_valid():
@@ -577,7 +600,9 @@ class ClaimDraft(TaskView):
             return refused(exc)
         return Response(
             {
-                "label": s.ClaimLabelSerializer(label).data,
+                "label": s.ClaimLabelSerializer(
+                    label, context={"schema": assignment.project.schema}
+                ).data,
                 "problems": s.field_paths(errors.fields),
             }
         )
@@ -593,7 +618,8 @@ class AnswerDraft(TaskView):
     )
     def patch(self, request, slug, number):
         assignment = self.assignment(number)
-        serializer = s.AnswerDraftSerializer(data=request.data)
+        schema = assignment.project.schema
+        serializer = s.AnswerDraftSerializer(data=request.data, context={"schema": schema})
         if not serializer.is_valid():
             raise ValidationError(flatten_errors(serializer.errors, "answer"))
         try:
@@ -604,7 +630,7 @@ class AnswerDraft(TaskView):
             return refused(exc)
         return Response(
             {
-                "label": s.AnswerLabelSerializer(assignment).data,
+                "label": s.AnswerLabelSerializer(assignment, context={"schema": schema}).data,
                 "problems": s.field_paths(errors.fields),
             }
         )

@@ -5,7 +5,7 @@ One module per capability:
 - imports: bundles into projects (import_bundle, import_new_project)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, change_member_role, remove_member)
-- projects: a project's settings (update_guidelines)
+- projects: a project's settings (update_guidelines, set_label_schema)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - label_import: labels made elsewhere (import_labels)
@@ -50,7 +50,7 @@ from annotate.services.members import (
     remove_member,
 )
 from annotate.services.opening import open_labelling, spread_order
-from annotate.services.projects import update_guidelines
+from annotate.services.projects import set_label_schema, update_guidelines
 from annotate.services.queue import next_task, release_abandoned, release_task
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "save_answer_label",
     "save_claim_label",
     "screen_errors",
+    "set_label_schema",
     "shown_passages",
     "spread_order",
     "start_adjudication",

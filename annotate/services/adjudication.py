@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from annotate import gold
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -15,6 +16,7 @@ from annotate.models import (
     CitationVerdict,
     Claim,
     Decision,
+    Project,
     Severity,
     Support,
 )
@@ -54,6 +56,27 @@ def _check_decision_value(field_name: str, value) -> str | None:
     return None if check(value) else f"{value!r} is not a valid {field_name}."
 
 
+def _outside_schema(answer: Answer, decisions: list[DecisionInput]) -> list[str]:
+    """Decisions the project's label schema does not allow: a field it does not label, a
+    derived field (support_binary follows support), a support value off its scale."""
+    if not decisions:
+        return []
+    schema = Project.objects.only("label_schema").get(pk=answer.project_id).schema
+    problems = []
+    for d in decisions:
+        fields = gold.claim_fields(schema) if d.claim is not None else gold.answer_fields(schema)
+        if d.field in gold.DERIVED:
+            problems.append(f"'{d.field}' follows the support decision: decide 'support'.")
+        elif d.field not in fields:
+            problems.append(f"'{d.field}' is not labelled in this project.")
+        elif d.field == "support" and d.value not in schema.support_labels:
+            problems.append(
+                f"{d.value!r} is not on this project's support scale "
+                f"({', '.join(schema.support_labels)})."
+            )
+    return problems
+
+
 @transaction.atomic
 def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock:
     """Opening an item for adjudication freezes the reviewers' labels (no more reopening)."""
@@ -78,6 +101,7 @@ def adjudicate(
             "now; your choices are kept below — review them and save again."
         )
     problems = [reason for d in decisions if (reason := _check_decision_value(d.field, d.value))]
+    problems += _outside_schema(answer, decisions)
     if any(d.claim is not None and d.claim.answer_id != answer.pk for d in decisions):
         problems.append("A decision names a claim of another answer.")
     if problems:

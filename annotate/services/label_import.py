@@ -307,10 +307,8 @@ def _parse_claim_labels(
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return [], ["'claims' must be a list of objects"]
     labels: list[ClaimLabel] = []
-    refused: set[int] = set()  # claims named with a problem: not "missing" too
     for position, item in enumerate(items):
         where = f"claims[{position}]"
-        before = len(problems)
         for key in sorted(set(item) - CLAIM_LABEL_FIELDS):
             problems.append(f"{where}: unknown field '{key}'")
         values = {}
@@ -333,8 +331,10 @@ def _parse_claim_labels(
         citations = values.get("citations", {})
         if not all(isinstance(x, str) for x in evidence_ids):
             problems.append(f"{where}: 'evidence_ids' must be a list of passage ids")
+            evidence_ids = []
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in citations.items()):
             problems.append(f"{where}: 'citations' maps cited ids to verdicts (strings)")
+            citations = {}
         index = item.get("index")
         claim = (
             claims.get(index) if isinstance(index, int) and not isinstance(index, bool) else None
@@ -345,9 +345,8 @@ def _parse_claim_labels(
         if any(label.claim is claim for label in labels):
             problems.append(f"{where}: claim {index} is labelled twice")
             continue
-        if len(problems) > before:
-            refused.add(claim.ordinal)
-            continue
+        # Built even when the item has problems (the off or mistyped keys are left out), so
+        # the line is also checked for everything else: one upload lists every mistake.
         labels.append(
             ClaimLabel(
                 claim=claim,
@@ -360,7 +359,7 @@ def _parse_claim_labels(
                 note=values.get("note", ""),
             )
         )
-    missing = sorted(set(claims) - {label.claim.ordinal for label in labels} - refused)
+    missing = sorted(set(claims) - {label.claim.ordinal for label in labels})
     if missing:
         problems.append(f"claims {', '.join(map(str, missing))} have no label")
     return labels, problems

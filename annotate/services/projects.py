@@ -1,4 +1,4 @@
-"""A project's settings: guidelines and overlap."""
+"""A project's settings: guidelines, overlap and label schema."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from django.db import transaction
 from annotate.models import (
     Project,
 )
+from annotate.schema import LabelSchema
 from annotate.services.base import ServiceError
 
 # --- Guidelines ------------------------------------------------------------------------------
@@ -24,4 +25,16 @@ def update_guidelines(*, project: Project, guidelines: str, overlap: int | None 
         project.overlap = overlap
     project.guidelines = guidelines
     project.save(update_fields=["guidelines", "overlap"])
+    return project
+
+
+@transaction.atomic
+def set_label_schema(*, project: Project, schema: LabelSchema) -> Project:
+    """Which fields reviewers label. Only in draft: once labelling opens, labels exist under
+    the schema and changing it would drop or invent fields in them."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    if project.state != Project.State.DRAFT:
+        raise ServiceError("The label schema is locked once labelling opens.")
+    project.label_schema = schema.as_dict()
+    project.save(update_fields=["label_schema"])
     return project

@@ -758,3 +758,42 @@ def test_pages_before_any_double_labelling_say_so_instead_of_empty_numbers(
     login(client, reviewer_a)
     done = client.get(reverse("queue_empty", kwargs={"slug": team.slug})).content.decode()
     assert "Nothing is left for you to label" in done and "Thank you" not in done
+
+
+# --- The label schema on the set-up page ------------------------------------------------------
+
+
+def test_the_lead_sets_the_label_schema_in_draft_and_sees_it_locked_once_open(client, team, lead):
+    from annotate.services import open_labelling
+
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("label_schema", kwargs={"slug": team.slug})
+    response = client.post(url, {"support": "binary", "claim_fields": ["evidence"]})
+    assert response.status_code == 302
+    team.refresh_from_db()
+    assert team.label_schema == {
+        "support": "binary",
+        "claim_fields": ["evidence"],
+        "answer_fields": [],
+    }
+    form = client.get(reverse("project_setup", kwargs={"slug": team.slug})).context["schema_form"]
+    assert form.initial["support"] == "binary" and form.initial["claim_fields"] == ["evidence"]
+    bad = client.post(url, {"support": "five_way"})
+    assert bad.status_code == 400 and "Select a valid choice" in bad.content.decode()
+    open_labelling(project=team)
+    locked = client.post(url, {"support": "three_way"})
+    assert locked.status_code == 400
+    assert "locked once labelling opens" in locked.content.decode()
+    team.refresh_from_db()
+    assert team.schema.binary
+    page = client.get(reverse("project_setup", kwargs={"slug": team.slug})).content.decode()
+    assert "Support (binary); other claim fields: evidence; answer fields: none." in page
+
+
+def test_only_a_lead_may_change_the_label_schema(client, team, reviewer_a, outsider):
+    url = reverse("label_schema", kwargs={"slug": team.slug})
+    for person in (reviewer_a, outsider):
+        client.login(username=person.username, password=PASSWORD)
+        assert client.post(url, {"support": "binary"}).status_code == 404
+    team.refresh_from_db()
+    assert not team.schema.binary

@@ -198,6 +198,7 @@ def test_next_task_carries_exactly_what_the_labelling_page_shows(opened, reviewe
     assert set(task) == {
         "task_number",
         "status",
+        "label_schema",
         "question",
         "answer",
         "claims",
@@ -583,3 +584,49 @@ def test_the_docs_assets_are_among_the_static_files():
         pytest.skip("add 'drf_spectacular_sidecar' to INSTALLED_APPS to serve the docs' assets")
     for name in ("swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "swagger-ui.css"):
         assert finders.find(f"drf_spectacular_sidecar/swagger-ui-dist/{name}")
+
+
+def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api(
+    team, lead, reviewer_a
+):
+    from annotate.services import open_labelling
+
+    url = f"{API}/projects/small/label-schema/"
+    assert (
+        token_client(reviewer_a).put(url, {"support": "binary"}, format="json").status_code == 403
+    )
+    bad = token_client(lead).put(
+        url, {"support": "binary", "claim_fields": ["mood"]}, format="json"
+    )
+    assert bad.status_code == 400 and "claim_fields" in bad.json()
+    ok = token_client(lead).put(
+        url, {"support": "binary", "claim_fields": ["evidence"]}, format="json"
+    )
+    assert ok.status_code == 200
+    assert ok.json()["label_schema"] == {
+        "support": "binary",
+        "claim_fields": ["evidence"],
+        "answer_fields": [],
+    }
+    open_labelling(project=team)
+    locked = token_client(lead).put(url, {"support": "three_way"}, format="json")
+    assert locked.status_code == 409
+    client = token_client(reviewer_a)
+    task = client.post(f"{API}/projects/small/tasks/next/").json()
+    assert task["label_schema"]["support"] == "binary"
+    number = task["task_number"]
+    refused = client.patch(
+        f"{API}/projects/small/tasks/{number}/claims/0/",
+        {"support": "supported", "severity": "none"},
+        format="json",
+    )
+    assert refused.status_code == 400 and "claims.0.severity" in json.dumps(refused.json())
+    saved = client.patch(
+        f"{API}/projects/small/tasks/{number}/claims/0/", {"support": "unsupported"}, format="json"
+    )
+    assert saved.status_code == 200
+    assert set(saved.json()["label"]) == {"support", "evidence_ids", "evidence_quote", "note"}
+    answer = client.patch(
+        f"{API}/projects/small/tasks/{number}/answer/", {"relevance": 2}, format="json"
+    )
+    assert answer.status_code == 400 and "relevance" in json.dumps(answer.json())
