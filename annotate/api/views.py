@@ -16,8 +16,10 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.core import signals
 from django.db.models import Q
 from django.http import StreamingHttpResponse
+from django.utils.log import log_response
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -30,7 +32,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
 from annotate import exports, gold, selectors, services
 from annotate.api import serializers as s
@@ -61,8 +63,28 @@ def flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def api_exception_handler(exc, context):
+    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception:
+    a script parses every answer as JSON, so it must never get Django's HTML error page. The
+    exception is still reported as Django reports one (the django.request log, which mails
+    the admins in production, and the got_request_exception signal)."""
     response = exception_handler(exc, context)
-    if response is not None and isinstance(exc, ValidationError):
+    if response is None:
+        request = context["request"]._request
+        set_rollback()
+        signals.got_request_exception.send(sender=None, request=request)
+        response = Response(
+            {"detail": "Server error: the request failed on our side and has been logged."},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+        log_response(
+            "Internal Server Error: %s",
+            request.path,
+            response=response,
+            request=request,
+            exception=exc,
+        )
+        return response
+    if isinstance(exc, ValidationError):
         response.data = flatten_errors(response.data)
     return response
 
