@@ -92,6 +92,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'claimdesk.sqlite3'}",
         conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
+        # A kept connection the server dropped (a restart, a failover, an idle timeout) is
+        # checked and replaced at the start of a request instead of failing that request.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
