@@ -50,7 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -118,6 +118,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    # Validates nothing: its password_changed hook revokes the person's API tokens.
+    {"NAME": "annotate.tokens.RevokeTokensOnPasswordChange"},
 ]
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.
@@ -156,12 +158,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "knox.auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+# API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
+# valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=int(os.environ.get("CLAIMDESK_TOKEN_DAYS", "30"))),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "claimdesk API",
