@@ -93,7 +93,12 @@ class CompareQuerySerializer(serializers.Serializer):
 
 
 class JudgeRunSerializer(serializers.ModelSerializer):
-    imported_by = serializers.CharField(source="imported_by.username", default=None)
+    imported_by = serializers.CharField(
+        source="imported_by.username",
+        default=None,
+        allow_null=True,
+        help_text="Who uploaded it; null for a run imported with the import_judge_run command.",
+    )
     verdicts = serializers.IntegerField(source="n_verdicts")
     ok = serializers.IntegerField(source="n_ok")
     malformed = serializers.IntegerField(source="n_malformed")
