@@ -7,6 +7,7 @@ from django import forms
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
+from annotate.uploads import validate_upload_size
 
 
 class BundleFileField(forms.FileField):
@@ -14,6 +15,7 @@ class BundleFileField(forms.FileField):
         "required": "Choose a bundle file (.jsonl) to upload.",
         "empty": "The file is empty.",
     }
+    default_validators = [validate_upload_size]
 
 
 class NewProjectForm(forms.Form):

@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads the body (sessions, CSRF): an oversized upload is refused unread.
+    "config.middleware.UploadLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -154,6 +156,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# The largest bundle, labels or judge-run file accepted, in the browser and the API (see
+# annotate.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
+CLAIMDESK_MAX_UPLOAD_MB = int(os.environ.get("CLAIMDESK_MAX_UPLOAD_MB", "100"))
 # Bundles can be large; uploads past this size are streamed to a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024

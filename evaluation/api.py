@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from annotate.api.views import (
     ERROR_400,
     LINE_ERRORS_400,
+    TOO_LARGE_413,
     UPLOAD_PARSERS,
     LeadView,
     ListView,
@@ -302,7 +303,9 @@ class JudgeRuns(ListView, LeadView):
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
         parameters=[OpenApiParameter("name", str, description="With a raw JSONL body.")],
-        responses=responses({201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400),
+        responses=responses(
+            {201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
+        ),
     )
     def post(self, request, slug):
         lines, data = upload_lines(request, JudgeRunUploadSerializer)

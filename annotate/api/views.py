@@ -25,7 +25,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from knox.auth import TokenAuthentication
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
@@ -35,7 +35,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, selectors, services
+from annotate import exports, gold, selectors, services, uploads
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
@@ -137,6 +137,9 @@ DENIED = {
     ),
 }
 CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
+TOO_LARGE_413 = OpenApiResponse(
+    s.DetailSerializer, description="The file is past the upload limit (CLAIMDESK_MAX_UPLOAD_MB)."
+)
 
 
 def responses(ok, **extra) -> dict:
@@ -148,12 +151,24 @@ def responses(ok, **extra) -> dict:
     return out
 
 
+class UploadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
 def upload_lines(request, serializer_class=None):
-    """(lines, validated form fields) of an upload: a multipart `file`, or a raw JSONL body."""
+    """(lines, validated form fields) of an upload: a multipart `file`, or a raw JSONL body;
+    413 past CLAIMDESK_MAX_UPLOAD_MB (a raw body before it is read)."""
     if request.content_type.startswith("multipart/"):
         serializer = serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return not_blank(serializer.validated_data["file"]), serializer.validated_data
+        upload = serializer.validated_data["file"]
+        if upload.size > uploads.max_upload_bytes():
+            raise UploadTooLarge(uploads.too_large_message(upload.size))
+        return not_blank(upload), serializer.validated_data
+    size = uploads.declared_length(request)
+    if size > uploads.max_upload_bytes():
+        raise UploadTooLarge(uploads.too_large_message(size))
     return not_blank(request.data.get("lines", [])), {}
 
 
@@ -285,6 +300,7 @@ class ProjectList(ListView, APIView):
                 s.ImportResultSerializer, description="Re-imported into a project you lead."
             ),
             400: ERROR_400,
+            413: TOO_LARGE_413,
             **DENIED,
         },
     )
@@ -346,7 +362,7 @@ class Bundle(LeadView):
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
         parameters=[OpenApiParameter("replace", bool, description="With a raw JSONL body.")],
-        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400),
+        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
         lines, data = upload_lines(request, s.BundleUploadSerializer)
@@ -384,7 +400,9 @@ class LabelsImport(LeadView):
             "multipart/form-data": s.FileUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
-        responses=responses(s.LabelImportResultSerializer, r400=LINE_ERRORS_400),
+        responses=responses(
+            s.LabelImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
+        ),
     )
     def post(self, request, slug):
         lines, _ = upload_lines(request, s.FileUploadSerializer)
