@@ -56,7 +56,8 @@ class AddMemberForm(forms.Form):
         required=False,
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-        help_text="Only for a new account; leave empty for someone who already has one.",
+        help_text="Sets the password of a new account only; someone who already has an "
+        "account keeps theirs.",
     )
 
 
