@@ -177,13 +177,23 @@ def test_a_lead_adds_members_changes_roles_and_keeps_a_lead(team, lead):
     assert client.get(f"{API}/projects/small/members/nobody/").status_code == 404
 
 
-def test_a_password_for_an_existing_account_is_a_field_error(team, lead, outsider):
+def test_a_password_for_an_existing_account_leaves_their_own_and_bad_input_is_a_field_error(
+    team, lead, outsider
+):
     response = token_client(lead).post(
         f"{API}/projects/small/members/",
         {"username": outsider.username, "role": "reviewer", "password": "something long"},
         format="json",
     )
-    assert response.status_code == 400 and list(response.json()) == ["password"]
+    assert response.status_code == 201  # as for a new account: existence is not confirmed
+    outsider.refresh_from_db()
+    assert outsider.check_password(PASSWORD)
+    weak = token_client(lead).post(
+        f"{API}/projects/small/members/",
+        {"username": "y", "role": "reviewer", "password": "password"},
+        format="json",
+    )
+    assert weak.status_code == 400 and list(weak.json()) == ["password"]
     bad_role = token_client(lead).post(
         f"{API}/projects/small/members/", {"username": "x", "role": "boss"}, format="json"
     )
