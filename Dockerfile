@@ -18,4 +18,11 @@ RUN SECRET_KEY=collectstatic-only DATABASE_URL=sqlite:////tmp/build.sqlite3 \
 RUN useradd --create-home claimdesk && mkdir -p /app/var && chown claimdesk /app/var
 USER claimdesk
 EXPOSE 8000
-CMD ["sh", "-c", "python manage.py migrate --noinput && gunicorn config.wsgi --bind 0.0.0.0:8000 --workers ${WEB_CONCURRENCY:-3} --access-logfile -"]
+# gunicorn's sync workers are killed after --timeout seconds of silence, and an import runs
+# inside its request until background tasks take imports over. The default 30 s killed a
+# 55 MB bundle at 31 s with a 500. 300 s leaves room for an upload at CLAIMDESK_MAX_UPLOAD_MB
+# (100 MB by default) and its import, which runs in the same request; raise WEB_TIMEOUT with
+# the limit. A reverse proxy in front needs the same two numbers
+# (e.g. nginx client_max_body_size 101m, proxy_read_timeout 300s).
+# --limit-request-line/-fields keep gunicorn's defaults: uploads travel in the body.
+CMD ["sh", "-c", "python manage.py migrate --noinput && exec gunicorn config.wsgi --bind 0.0.0.0:8000 --workers ${WEB_CONCURRENCY:-3} --timeout ${WEB_TIMEOUT:-300} --graceful-timeout 30 --access-logfile -"]

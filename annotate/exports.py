@@ -3,7 +3,6 @@ so memory stays flat and the same data always gives the same bytes."""
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
@@ -14,7 +13,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Prefetch
 
-from annotate import gold
+from annotate import csvsafe, gold
 from annotate.bundles import canonical_number
 from annotate.models import (
     Answer,
@@ -522,7 +521,7 @@ def _claim_row(common: dict, claim, pair, fields) -> dict[str, Any]:
 def gold_csv(rows) -> Iterator[str]:
     """CSV lines: scalar columns as they are, nested values as JSON."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csvsafe.writer(buffer, lineterminator="\n")
     writer.writerow(GOLD_CSV_COLUMNS)
     for row in rows:
         writer.writerow(

@@ -8,6 +8,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
 from annotate.schema import LabelSchema
+from annotate.uploads import validate_upload_size
 
 
 class BundleFileField(forms.FileField):
@@ -15,6 +16,7 @@ class BundleFileField(forms.FileField):
         "required": "Choose a bundle file (.jsonl) to upload.",
         "empty": "The file is empty.",
     }
+    default_validators = [validate_upload_size]
 
 
 class NewProjectForm(forms.Form):
@@ -55,7 +57,8 @@ class AddMemberForm(forms.Form):
         required=False,
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-        help_text="Only for a new account; leave empty for someone who already has one.",
+        help_text="Sets the password of a new account only; someone who already has an "
+        "account keeps theirs.",
     )
 
 

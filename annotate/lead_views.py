@@ -215,7 +215,8 @@ def members(request, project, role):
             form.add_error(None, str(exc))
         else:
             messages.success(
-                request, f"{data['username']} is now a {data['role']} of this project."
+                request,
+                services.ADDED_MEMBER.format(username=data["username"], role=data["role"]),
             )
             return _after_member_change(request, project, role)
     return _members_page(request, project, role, form, status=400)

@@ -11,9 +11,11 @@ ALLOWED_HOSTS  comma-separated; defaults to localhost names.
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CLAIMDESK_VAR_DIR", BASE_DIR / "var"))
@@ -49,7 +51,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "csp",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -60,7 +64,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads the body (sessions, CSRF): an oversized upload is refused unread.
+    "config.middleware.UploadLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -68,6 +75,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.middleware.NoStoreMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the login page's answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -92,6 +102,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'claimdesk.sqlite3'}",
         conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")),
+        # A kept connection the server dropped (a restart, a failover, an idle timeout) is
+        # checked and replaced at the start of a request instead of failing that request.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -110,7 +123,23 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    # Validates nothing: its password_changed hook revokes the person's API tokens.
+    {"NAME": "annotate.tokens.RevokeTokensOnPasswordChange"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username+address before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes) on /login/ and /admin/login/: after this many wrong passwords
+# for one username from one address, that pair is refused -- the right password included --
+# until the cool-off has passed; every further failure restarts the cool-off. Keyed on the
+# pair, so a wrong-password storm from one address does not lock the person out elsewhere.
+AXES_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLAIMDESK_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "annotate.account_views.locked_out"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -127,6 +156,9 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# The largest bundle, labels or judge-run file accepted, in the browser and the API (see
+# annotate.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
+CLAIMDESK_MAX_UPLOAD_MB = int(os.environ.get("CLAIMDESK_MAX_UPLOAD_MB", "100"))
 # Bundles can be large; uploads past this size are streamed to a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
@@ -134,12 +166,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "knox.auth.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+# API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
+# valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=int(os.environ.get("CLAIMDESK_TOKEN_DAYS", "30"))),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "claimdesk API",
@@ -151,6 +190,26 @@ SPECTACULAR_SETTINGS = {
 
 # A task a reviewer took but did not touch for this long returns to the pool.
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))
+
+# Content-Security-Policy (django-csp): everything from our own origin, nothing inline. The
+# templates carry no inline script, event handler or style (htmx's own indicator style is
+# switched off in base.html; the heatmaps use classes; the SVG charts use presentation
+# attributes, which CSP does not govern), so neither script-src nor style-src needs
+# 'unsafe-inline'. /api/docs/ (Swagger UI) adds only data: images, in config.api_urls.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [NONE],
+        "object-src": [NONE],
+    },
+}
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from annotate import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
 from evaluation.agreement_report import agreement_report
@@ -107,7 +107,7 @@ def agreement(request, project, role):
 
 def _csv(project, report) -> HttpResponse:
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csvsafe.writer(buffer)
     writer.writerow(
         [
             "scope",

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from annotate.api.views import (
     ERROR_400,
     LINE_ERRORS_400,
+    TOO_LARGE_413,
     UPLOAD_PARSERS,
     LeadView,
     ListView,
@@ -93,7 +94,12 @@ class CompareQuerySerializer(serializers.Serializer):
 
 
 class JudgeRunSerializer(serializers.ModelSerializer):
-    imported_by = serializers.CharField(source="imported_by.username", default=None)
+    imported_by = serializers.CharField(
+        source="imported_by.username",
+        default=None,
+        allow_null=True,
+        help_text="Who uploaded it; null for a run imported with the import_judge_run command.",
+    )
     verdicts = serializers.IntegerField(source="n_verdicts")
     ok = serializers.IntegerField(source="n_ok")
     malformed = serializers.IntegerField(source="n_malformed")
@@ -297,7 +303,9 @@ class JudgeRuns(ListView, LeadView):
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
         parameters=[OpenApiParameter("name", str, description="With a raw JSONL body.")],
-        responses=responses({201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400),
+        responses=responses(
+            {201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
+        ),
     )
     def post(self, request, slug):
         lines, data = upload_lines(request, JudgeRunUploadSerializer)

@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Role
+from annotate.uploads import validate_upload_size
 from annotate.views import project_view
 from evaluation import judge_reports
 from evaluation.judges import import_judge_run, self_judged_counts
@@ -37,6 +38,7 @@ class JudgeRunUploadForm(forms.Form):
         help_text="JSONL: a run line, then one verdict per line (see docs/judge-runs.md).",
         widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
         error_messages={"required": "Choose a judge-run file (.jsonl) to upload."},
+        validators=[validate_upload_size],
     )
     name = forms.CharField(
         required=False,

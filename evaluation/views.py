@@ -7,7 +7,6 @@ of the project) and renders; ``?format=csv&table=NAME`` returns that table inste
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
+from annotate import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
 from evaluation import charts
@@ -170,7 +170,7 @@ def report(request, project, role):
 
 
 def _csv_response(slug: str, table: Table) -> StreamingHttpResponse:
-    writer = csv.writer(_Csv())
+    writer = csvsafe.writer(_Csv())
 
     rows = (writer.writerow(row) for row in table.csv_rows())
 

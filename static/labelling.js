@@ -122,6 +122,15 @@
   root.addEventListener("change", (event) => {
     if (event.target.closest(".claim-form")) highlight();
   });
+  // Typing in a quote or a note saves a draft after a pause (hx-trigger="autosave delay:800ms").
+  // htmx could filter keyup itself, but it evaluates such filters with Function(), which the
+  // Content-Security-Policy forbids; the event is named here instead.
+  root.addEventListener("keyup", (event) => {
+    if (event.target.classList && event.target.classList.contains("autosave")) {
+      event.target.dispatchEvent(new CustomEvent("autosave", { bubbles: true }));
+    }
+  });
+
   root.addEventListener("input", (event) => {
     if (event.target.classList.contains("quote-input")) highlight();
   });

@@ -22,9 +22,35 @@
     p.status.textContent = "Importing… every line is checked before anything is written.";
   }
 
+  // The server refuses a file past CLAIMDESK_MAX_UPLOAD_MB (data-max-bytes); say so before
+  // sending it rather than after minutes of uploading.
+  function tooLarge(form) {
+    const limit = Number(form.dataset.maxBytes);
+    if (!limit) return null;
+    for (const input of form.querySelectorAll("input[type=file]")) {
+      for (const file of input.files || []) {
+        if (file.size > limit) {
+          const mb = (bytes) => (bytes / 1048576).toFixed(1);
+          return `${file.name} is ${mb(file.size)} MB; uploads are limited to ` +
+            `${Math.round(limit / 1048576)} MB. Split it, or import it with the management ` +
+            "command on the server.";
+        }
+      }
+    }
+    return null;
+  }
+
   document.addEventListener("htmx:beforeRequest", (event) => {
     const p = parts(event);
     if (!p) return;
+    const refusal = tooLarge(p.form);
+    if (refusal) {
+      event.preventDefault();
+      p.box.hidden = false;
+      p.bar.value = 0;
+      p.status.textContent = refusal;
+      return;
+    }
     p.form.dataset.uploadPhase = "uploading";
     p.box.hidden = false;
     p.bar.value = 0;
@@ -59,7 +85,15 @@
     p.form.dataset.uploadPhase = "";
     if (!event.detail.successful) {
       p.bar.value = 0;
-      p.status.textContent = "The upload failed: check the connection and try again.";
+      const xhr = event.detail.xhr;
+      if (xhr && xhr.status === 413) {
+        p.status.textContent = "The file is larger than this server accepts.";
+      } else if (xhr && xhr.status >= 500) {
+        p.status.textContent = "The import failed on the server: nothing was written. Try " +
+          "again; if it fails again, tell your administrator (it is logged).";
+      } else {
+        p.status.textContent = "The upload failed: check the connection and try again.";
+      }
     }
   });
 

@@ -28,6 +28,13 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _no_login_throttle(settings):
+    """django-axes needs the request to count a login, which client.login() does not pass;
+    tests/test_login_throttle.py switches it back on and logs in through the pages."""
+    settings.AXES_ENABLED = False
+
+
 def import_fixture(name: str, slug: str, **kwargs) -> Project:
     from annotate.services import import_bundle
 

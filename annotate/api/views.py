@@ -16,13 +16,16 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.core import signals
 from django.db.models import Q
 from django.http import StreamingHttpResponse
+from django.utils.log import log_response
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from knox.auth import TokenAuthentication
 from rest_framework import status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
@@ -30,9 +33,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, selectors, services
+from annotate import exports, gold, selectors, services, uploads
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
@@ -61,8 +64,28 @@ def flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def api_exception_handler(exc, context):
+    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception:
+    a script parses every answer as JSON, so it must never get Django's HTML error page. The
+    exception is still reported as Django reports one (the django.request log, which mails
+    the admins in production, and the got_request_exception signal)."""
     response = exception_handler(exc, context)
-    if response is not None and isinstance(exc, ValidationError):
+    if response is None:
+        request = context["request"]._request
+        set_rollback()
+        signals.got_request_exception.send(sender=None, request=request)
+        response = Response(
+            {"detail": "Server error: the request failed on our side and has been logged."},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+        log_response(
+            "Internal Server Error: %s",
+            request.path,
+            response=response,
+            request=request,
+            exception=exc,
+        )
+        return response
+    if isinstance(exc, ValidationError):
         response.data = flatten_errors(response.data)
     return response
 
@@ -114,6 +137,9 @@ DENIED = {
     ),
 }
 CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
+TOO_LARGE_413 = OpenApiResponse(
+    s.DetailSerializer, description="The file is past the upload limit (CLAIMDESK_MAX_UPLOAD_MB)."
+)
 
 
 def responses(ok, **extra) -> dict:
@@ -125,12 +151,24 @@ def responses(ok, **extra) -> dict:
     return out
 
 
+class UploadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
 def upload_lines(request, serializer_class=None):
-    """(lines, validated form fields) of an upload: a multipart `file`, or a raw JSONL body."""
+    """(lines, validated form fields) of an upload: a multipart `file`, or a raw JSONL body;
+    413 past CLAIMDESK_MAX_UPLOAD_MB (a raw body before it is read)."""
     if request.content_type.startswith("multipart/"):
         serializer = serializer_class(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return not_blank(serializer.validated_data["file"]), serializer.validated_data
+        upload = serializer.validated_data["file"]
+        if upload.size > uploads.max_upload_bytes():
+            raise UploadTooLarge(uploads.too_large_message(upload.size))
+        return not_blank(upload), serializer.validated_data
+    size = uploads.declared_length(request)
+    if size > uploads.max_upload_bytes():
+        raise UploadTooLarge(uploads.too_large_message(size))
     return not_blank(request.data.get("lines", [])), {}
 
 
@@ -264,6 +302,7 @@ class ProjectList(ListView, APIView):
                 s.ImportResultSerializer, description="Re-imported into a project you lead."
             ),
             400: ERROR_400,
+            413: TOO_LARGE_413,
             **DENIED,
         },
     )
@@ -345,7 +384,7 @@ class Bundle(LeadView):
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
         parameters=[OpenApiParameter("replace", bool, description="With a raw JSONL body.")],
-        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400),
+        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
         lines, data = upload_lines(request, s.BundleUploadSerializer)
@@ -383,7 +422,9 @@ class LabelsImport(LeadView):
             "multipart/form-data": s.FileUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
-        responses=responses(s.LabelImportResultSerializer, r400=LINE_ERRORS_400),
+        responses=responses(
+            s.LabelImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
+        ),
     )
     def post(self, request, slug):
         lines, _ = upload_lines(request, s.FileUploadSerializer)

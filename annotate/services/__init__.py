@@ -43,6 +43,7 @@ from annotate.services.labelling import (
     validate_submission,
 )
 from annotate.services.members import (
+    ADDED_MEMBER,
     MemberError,
     add_member,
     add_project_member,
@@ -54,6 +55,7 @@ from annotate.services.projects import set_label_schema, update_guidelines
 from annotate.services.queue import next_task, release_abandoned, release_task
 
 __all__ = [
+    "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
     "SLUG_TAKEN",
     "Conflict",

@@ -499,7 +499,9 @@ def _write_answers(
 
 # --- A new project from the browser -----------------------------------------------------------
 
-SLUG_TAKEN = "This slug is taken: choose another."
+# Project slugs are one namespace for the whole site, so creating a project must say when a
+# slug is in use, whoever uses it. That is all it says: not whose project, its name or state.
+SLUG_TAKEN = "This slug is not available: choose another."
 
 
 @transaction.atomic

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -66,27 +67,36 @@ def _lead_count(project: Project) -> int:
 def add_project_member(
     *, project: Project, username: str, role: str, password: str | None = None
 ) -> Membership:
-    """services.add_member for the members page, with two extra rules: a password may be set
-    only for a new account (a lead must not be able to take over someone's existing login),
-    and the project keeps at least one lead."""
+    """services.add_member for the members page and the API, with two extra rules: a password
+    is set only on a new account (a lead must not be able to take over someone's existing
+    login), and the project keeps at least one lead.
+
+    The answer does not say whether the username already had an account: a lead learns
+    which accounts exist only by adding them. So a password is checked against the password
+    rules whether or not it will be used, an existing account silently keeps its own, and
+    the password is hashed either way, so that neither the words nor the time taken tell."""
     User = get_user_model()
-    user = User.objects.filter(username=username).first()
-    if user is not None and password:
-        raise MemberError(
-            f"'{username}' already has an account: leave the password empty; only new "
-            "accounts get one here.",
-            field="password",
-        )
-    if user is None and password:
+    if password:
         try:
             validate_password(password, User(username=username))
         except ValidationError as exc:
             raise MemberError(" ".join(exc.messages), field="password") from exc
+    user = User.objects.filter(username=username).first()
     if user is not None and role != Role.LEAD:
         membership = Membership.objects.filter(project=project, user=user).first()
         if membership and membership.role == Role.LEAD and _lead_count(project) <= 1:
             raise MemberError(_LAST_LEAD, field="role")
+    if user is not None and password:
+        make_password(password)  # the time a new account's password takes; the hash is unused
+        password = None
     return add_member(project=project, username=username, role=role, password=password)
+
+
+ADDED_MEMBER = (
+    "{username} is now a {role} of this project. A password given here is set only on a new "
+    "account; an existing account keeps its own, and a new one without a password can log in "
+    "once an administrator sets one."
+)
 
 
 @transaction.atomic

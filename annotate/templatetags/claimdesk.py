@@ -17,6 +17,15 @@ def get_item(mapping, key):
 
 
 @register.simple_tag
+def max_upload_bytes() -> int:
+    """For data-max-bytes on an upload form: static/upload.js refuses a larger file before
+    sending it."""
+    from annotate.uploads import max_upload_bytes as limit
+
+    return limit()
+
+
+@register.simple_tag
 def field_error(errors, *parts, oob=False):
     """The error slot of one field, e.g. {% field_error errors "claim" 0 "evidence_quote" %}.
     It is always rendered (hidden when empty) so htmx can swap a new message into it."""

@@ -4,7 +4,7 @@ with both reviewers' labels and a judge run (a project "with data")."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 API = "/api/v1"
@@ -12,11 +12,12 @@ JSONL = "application/x-ndjson"
 
 
 def token_client(user=None) -> APIClient:
-    """A script's client: the person's API token in the Authorization header (none: anonymous)."""
+    """A script's client: a new API token of the person in the Authorization header (none:
+    anonymous)."""
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, key = AuthToken.objects.create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 

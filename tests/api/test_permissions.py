@@ -235,5 +235,5 @@ def test_project_list_and_creation_need_only_an_account(world, people):
 
 def test_a_revoked_or_unknown_token_is_401(world, reviewer_a):
     client = token_client(reviewer_a)
-    reviewer_a.auth_token.delete()
+    reviewer_a.auth_token_set.all().delete()
     assert client.get(f"{API}/projects/small/").status_code == 401

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from annotate.models import Membership, Project, Role
 from evaluation.models import JudgeRun
@@ -31,9 +31,9 @@ def example(path: Path) -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_python_example_runs_against_a_live_server(live_server, lead, monkeypatch, capsys):
-    token = Token.objects.create(user=lead)
+    _, token = AuthToken.objects.create(user=lead)
     monkeypatch.setenv("CLAIMDESK_URL", live_server.url)
-    monkeypatch.setenv("CLAIMDESK_TOKEN", token.key)
+    monkeypatch.setenv("CLAIMDESK_TOKEN", token)
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "readme_example"}
     exec(compile(example(DOCS), str(DOCS), "exec"), namespace)

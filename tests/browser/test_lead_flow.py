@@ -55,8 +55,11 @@ def test_lead_reads_agreement_adjudicates_and_downloads_valid_gold(page, demo, l
     assert Decision.objects.filter(decided_by=lead).exists()
 
     page.goto(f"/p/{demo.slug}/adjudicate/")
+    page.get_by_role("link", name="Gold set and downloads").click()
+    expect(page.locator("#gold-counts")).to_contain_text("adjudicated")
+    screenshot(page, "gold-page")
     with page.expect_download() as info:
-        page.get_by_role("link", name="Download gold JSONL").click()
+        page.get_by_role("button", name="Download JSONL").click()
     path = tmp_path / "gold.jsonl"
     info.value.save_as(path)
     rows = [json.loads(line) for line in path.read_text().splitlines()]

@@ -1,0 +1,53 @@
+"""Site-wide HTTP plumbing that no single view owns."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, JsonResponse
+from django.utils.cache import add_never_cache_headers
+
+from annotate import uploads
+from config.errors import is_api
+
+# What a multipart body may carry beyond the file itself (boundaries, headers, small fields)
+# before the middleware refuses it unread; the exact file size is checked after parsing.
+MULTIPART_SLACK = 1024 * 1024
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store` on every answer to a signed-in person and on the whole API,
+    so labels, reports, gold sets and a freshly shown API token stay out of the browser's
+    disk cache and any shared proxy (a lab computer, the back button after logging out).
+    Static files are answered by WhiteNoise before this runs and keep their caching."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if is_api(request) or (user is not None and user.is_authenticated):
+            add_never_cache_headers(response)
+        return response
+
+
+class UploadLimitMiddleware:
+    """413 for a request body past CLAIMDESK_MAX_UPLOAD_MB (plus MULTIPART_SLACK), judged by
+    its Content-Length before anything reads it: a 2 GB upload must not tie a worker up until
+    it is refused. JSON under /api/, a short page elsewhere (the upload forms check the size in
+    the browser first, so people rarely see it)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        size = uploads.declared_length(request)
+        if size > uploads.max_upload_bytes() + MULTIPART_SLACK:
+            message = uploads.too_large_message(size)
+            if is_api(request):
+                return JsonResponse({"detail": message}, status=413)
+            return HttpResponse(
+                f"<!doctype html><title>Upload too large</title><h1>Upload too large</h1>"
+                f'<p>{message}</p><p><a href="/">Your projects</a></p>',
+                status=413,
+            )
+        return self.get_response(request)
