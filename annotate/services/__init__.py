@@ -3,6 +3,7 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 One module per capability:
 - imports: bundles into projects (import_bundle, import_new_project)
+- ragas: Ragas evaluation datasets into projects, as bundles (import_ragas)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, change_member_role, remove_member)
 - projects: a project's settings (update_guidelines)
@@ -52,6 +53,7 @@ from annotate.services.members import (
 from annotate.services.opening import open_labelling, spread_order
 from annotate.services.projects import update_guidelines
 from annotate.services.queue import next_task, release_abandoned, release_task
+from annotate.services.ragas import RagasImportResult, import_ragas, import_ragas_new_project
 
 __all__ = [
     "IDLE_CAP_SECONDS",
@@ -62,6 +64,7 @@ __all__ = [
     "LabelErrors",
     "LabelImportResult",
     "MemberError",
+    "RagasImportResult",
     "ServiceError",
     "add_member",
     "add_project_member",
@@ -74,6 +77,8 @@ __all__ = [
     "import_bundle",
     "import_labels",
     "import_new_project",
+    "import_ragas",
+    "import_ragas_new_project",
     "label_snapshot",
     "next_task",
     "open_labelling",
