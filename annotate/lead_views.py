@@ -102,14 +102,14 @@ def project_new(request):
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        where = {"slug": data["slug"], "name": data["name"] or None, "user": request.user}
         try:
-            result = services.import_new_project(
-                lines=data["file"],
-                slug=data["slug"],
-                name=data["name"] or None,
-                user=request.user,
-                reimport=False,
-            )
+            if data["format"] == "ragas":
+                result = services.import_ragas_new_project(
+                    lines=data["file"], variant=data["variant"], reimport=False, **where
+                )
+            else:
+                result = services.import_new_project(lines=data["file"], reimport=False, **where)
         except BundleInvalid as exc:
             bundle_errors = exc
         except ServiceError as exc:
@@ -130,12 +130,13 @@ def project_upload(request, project, role):
     form = UploadForm(*_posted(request))
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        where = {"project_slug": project.slug, "replace": data["replace"]}
         try:
-            result = services.import_bundle(
-                lines=form.cleaned_data["file"],
-                project_slug=project.slug,
-                replace=form.cleaned_data["replace"],
-            )
+            if data["format"] == "ragas":
+                result = services.import_ragas(lines=data["file"], variant=data["variant"], **where)
+            else:
+                result = services.import_bundle(lines=data["file"], **where)
         except BundleInvalid as exc:
             bundle_errors = exc
         else:

@@ -10,12 +10,14 @@ import io
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from annotate import ragas
 from annotate.bundles import BundleInvalid
-from annotate.models import Answer, Case, Claim, Passage, Project, Variant
+from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
 from annotate.services import import_ragas, open_labelling
 from tests.conftest import FIXTURES
 
@@ -368,3 +370,68 @@ def test_import_ragas_command_prints_counts_and_exits_non_zero_on_problems(tmp_p
     with pytest.raises(CommandError, match="2 problem"):
         call_command("import_ragas", str(bad), "--project", "rg", "--variant", "x", stderr=err)
     assert err.getvalue().startswith("rows 2 and 3: column 'response' is missing")
+
+
+# --- The pages and the API -------------------------------------------------------------------
+
+
+def upload(name: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, read(name))
+
+
+@pytest.mark.django_db
+def test_new_project_page_imports_a_ragas_dataset_and_makes_the_uploader_lead(client, outsider):
+    client.force_login(outsider)
+    form = client.get(reverse("project_new")).content.decode()
+    assert 'value="ragas"' in form and "<legend>File format</legend>" in form
+    assert 'data-required-when="format=ragas"' in form
+
+    response = client.post(
+        reverse("project_new"),
+        {"slug": "rg", "format": "ragas", "variant": "baseline", "file": upload("baseline.csv")},
+    )
+
+    assert response.status_code == 302
+    project = Project.objects.get(slug="rg")
+    assert Membership.objects.get(project=project, user=outsider).role == Role.LEAD
+    assert project.answers.count() == 4
+
+
+@pytest.mark.django_db
+def test_new_project_page_asks_for_the_variant_and_lists_row_problems(client, outsider):
+    client.force_login(outsider)
+    missing = client.post(
+        reverse("project_new"), {"slug": "rg", "format": "ragas", "file": upload("baseline.csv")}
+    )
+    assert missing.status_code == 400
+    assert "Name the system that wrote these responses." in missing.content.decode()
+
+    bad = client.post(
+        reverse("project_new"),
+        {
+            "slug": "rg",
+            "format": "ragas",
+            "variant": "v",
+            "file": SimpleUploadedFile("bad.csv", b"user_input,response\nQ?,\n"),
+        },
+    )
+    assert bad.status_code == 400
+    assert "row 2: column &#x27;response&#x27; is missing" in bad.content.decode()
+    assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_upload_page_adds_a_second_variants_ragas_answers(client, lead):
+    project = import_ragas(
+        lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
+    ).project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    client.force_login(lead)
+
+    response = client.post(
+        reverse("project_upload", kwargs={"slug": "rg"}),
+        {"format": "ragas", "variant": "verifier", "file": upload("verifier.jsonl")},
+    )
+
+    assert response.status_code == 302
+    assert project.answers.filter(variant__name="verifier").count() == 3
