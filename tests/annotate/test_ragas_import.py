@@ -19,6 +19,7 @@ from annotate import ragas
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
 from annotate.services import import_ragas, open_labelling
+from tests.api import API, token_client
 from tests.conftest import FIXTURES
 
 RAGAS = FIXTURES / "ragas"
@@ -435,3 +436,45 @@ def test_upload_page_adds_a_second_variants_ragas_answers(client, lead):
 
     assert response.status_code == 302
     assert project.answers.filter(variant__name="verifier").count() == 3
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_ragas_dataset_with_format_and_variant(lead):
+    api = token_client(lead)
+    created = api.post(
+        f"{API}/projects/",
+        {"slug": "rg", "format": "ragas", "variant": "baseline", "file": upload("baseline.csv")},
+        format="multipart",
+    )
+    assert created.status_code == 201, created.json()
+    assert created.json()["counts"]["answer"]["created"] == 4
+
+    added = api.post(
+        f"{API}/projects/rg/bundle/",
+        {"format": "ragas", "variant": "verifier", "file": upload("verifier.jsonl")},
+        format="multipart",
+    )
+    assert added.status_code == 200 and added.json()["counts"]["answer"]["created"] == 3
+
+    no_variant = api.post(
+        f"{API}/projects/rg/bundle/",
+        {"format": "ragas", "file": upload("verifier.jsonl")},
+        format="multipart",
+    )
+    assert no_variant.status_code == 400 and "variant" in no_variant.json()
+
+    refused = api.post(
+        f"{API}/projects/rg/bundle/",
+        {
+            "format": "ragas",
+            "variant": "x",
+            "file": SimpleUploadedFile("b.csv", b"user_input\nQ?\n"),
+        },
+        format="multipart",
+    )
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == [
+        "row 1: the header row names no 'response' column (a Ragas CSV's first row holds its "
+        "column names: user_input, response, retrieved_contexts, retrieved_context_ids, "
+        "reference)"
+    ]
