@@ -5,7 +5,8 @@ One module per capability:
 - imports: bundles into projects (import_bundle, import_new_project)
 - ragas: Ragas evaluation datasets into projects, as bundles (import_ragas)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
-- members: roles in a project (add_member, add_project_member, change_member_role, remove_member)
+- members: roles in a project (add_member, add_project_member, import_members,
+  change_member_role, remove_member)
 - projects: a project's settings (update_guidelines)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
@@ -45,9 +46,11 @@ from annotate.services.labelling import (
 )
 from annotate.services.members import (
     MemberError,
+    MembersImportResult,
     add_member,
     add_project_member,
     change_member_role,
+    import_members,
     remove_member,
 )
 from annotate.services.opening import open_labelling, spread_order
@@ -64,6 +67,7 @@ __all__ = [
     "LabelErrors",
     "LabelImportResult",
     "MemberError",
+    "MembersImportResult",
     "RagasImportResult",
     "ServiceError",
     "add_member",
@@ -76,6 +80,7 @@ __all__ = [
     "default_citation_verdicts",
     "import_bundle",
     "import_labels",
+    "import_members",
     "import_new_project",
     "import_ragas",
     "import_ragas_new_project",
