@@ -97,6 +97,16 @@ class AddMemberForm(forms.Form):
     )
 
 
+class ImportMembersForm(forms.Form):
+    file = forms.FileField(
+        label="Members (CSV)",
+        help_text="One person a line: username,role[,email], role being reviewer or lead; a "
+        "header row is optional. New accounts get no password: an administrator sets it.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.txt"}),
+        error_messages={"required": "Choose a CSV file to upload.", "empty": "The file is empty."},
+    )
+
+
 class MemberForm(forms.Form):
     """Change a member's role, or remove them (the same row's two buttons)."""
 

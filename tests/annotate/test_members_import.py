@@ -8,8 +8,10 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from annotate.bundles import BundleInvalid
 from annotate.models import Membership, Role
@@ -206,3 +208,46 @@ def test_import_members_command_prints_counts_and_passwords_once(small_project, 
     with pytest.raises(CommandError, match="2 problem"):
         call_command("import_members", str(bad), "--project", "small", stderr=err)
     assert err.getvalue().startswith("lines 1 and 2: unknown role 'boss'")
+
+
+@pytest.mark.django_db
+def test_members_page_adds_many_from_a_csv(client, team, lead):
+    url = reverse("members", kwargs={"slug": team.slug})
+    client.force_login(lead)
+    assert "Add many (CSV)" in client.get(url).content.decode()
+
+    response = client.post(
+        url, {"action": "import", "file": SimpleUploadedFile("m.csv", hundred().encode())}
+    )
+    assert response.status_code == 302
+    assert team.memberships.filter(user__username__startswith="reviewer").count() == 100
+    page = client.get(url).content.decode()
+    assert "100 accounts created" in page and "cannot log in yet" in page
+
+
+@pytest.mark.django_db
+def test_members_page_lists_every_line_problem_and_htmx_gets_the_panel(client, team, lead):
+    url = reverse("members", kwargs={"slug": team.slug})
+    client.force_login(lead)
+    bad = SimpleUploadedFile("m.csv", b"ok,reviewer\nivo,boss\n,lead\n")
+    response = client.post(url, {"action": "import", "file": bad}, headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html and 'id="members-panel"' in html
+    assert "2 problems found" in html
+    assert (
+        "line 2: unknown role &#x27;boss&#x27;" in html and "line 3: the username is empty" in html
+    )
+    assert not User.objects.filter(username="ok").exists()
+
+    empty = client.post(url, {"action": "import"})
+    assert empty.status_code == 400 and "Choose a CSV file to upload." in empty.content.decode()
+
+
+@pytest.mark.django_db
+def test_only_the_lead_can_add_many(client, team, reviewer_a, outsider):
+    url = reverse("members", kwargs={"slug": team.slug})
+    for person in (reviewer_a, outsider):
+        client.force_login(person)
+        csv_file = SimpleUploadedFile("m.csv", b"mallory,lead\n")
+        assert client.post(url, {"action": "import", "file": csv_file}).status_code == 404
+    assert not User.objects.filter(username="mallory").exists()
