@@ -61,7 +61,8 @@ class NewProjectForm(FormatFields):
     name = forms.CharField(
         max_length=Project._meta.get_field("name").max_length,
         required=False,
-        help_text="Shown to everyone in the project. Empty: the bundle header's name.",
+        help_text="Shown to everyone in the project. Empty: the bundle header's name (for a "
+        "Ragas dataset, the slug).",
     )
     file = BundleFileField(
         label="File",
@@ -100,8 +101,7 @@ class AddMemberForm(forms.Form):
 class ImportMembersForm(forms.Form):
     file = forms.FileField(
         label="Members (CSV)",
-        help_text="One person a line: username,role[,email], role being reviewer or lead; a "
-        "header row is optional. New accounts get no password: an administrator sets it.",
+        help_text="Roles: reviewer or lead. A header row (username,role,email) is optional.",
         widget=forms.ClearableFileInput(attrs={"accept": ".csv,.txt"}),
         error_messages={"required": "Choose a CSV file to upload.", "empty": "The file is empty."},
     )
