@@ -40,7 +40,7 @@ class FormatFields(forms.Form):
         max_length=200,
         required=False,
         label="Variant",
-        help_text="The system that wrote the responses of the Ragas dataset, e.g. baseline.",
+        help_text="The system that wrote the responses of the Ragas dataset, e.g. dense-k5.",
     )
     variant.required_when = "format=ragas"  # _field.html: shown and required only then
 

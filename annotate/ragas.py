@@ -106,15 +106,20 @@ def sniff_format(lines: list[bytes | str]) -> str:
     return "jsonl"
 
 
-def read_dataset(lines: Iterable[bytes | str], *, fmt: str | None = None) -> RagasDataset:
-    """Read and check a Ragas dataset; raises BundleInvalid with every problem found."""
+def read_dataset(lines: Iterable[bytes | str]) -> RagasDataset:
+    """Read and check a Ragas dataset, JSONL or CSV (told apart by `sniff_format`); raises
+    BundleInvalid with every problem found."""
     lines = list(lines)
-    dataset = RagasDataset(format=fmt or sniff_format(lines))
+    dataset = RagasDataset(format=sniff_format(lines))
     errors: list[BundleError] = []
     passed_over: dict[str, None] = {}
     if dataset.format == "csv":
         records = _csv_records(lines, errors, passed_over)
     else:
+        if lines and isinstance(lines[0], bytes):  # a byte-order mark, as Windows tools write
+            lines[0] = lines[0].removeprefix(b"\xef\xbb\xbf")
+        elif lines:
+            lines[0] = lines[0].removeprefix("\ufeff")
         records = JsonLines(lines, errors)
     for number, values in records:
         _Sample(number, values, dataset, errors, passed_over).read()

@@ -155,6 +155,16 @@ def test_contexts_without_ids_are_named_by_their_text_and_shared_across_rows():
 
 
 @pytest.mark.django_db
+def test_a_byte_order_mark_is_no_problem_in_either_format():
+    for content in (
+        b"\xef\xbb\xbf" + read("baseline.jsonl"),
+        b"\xef\xbb\xbf" + read("baseline.csv"),
+    ):
+        dataset = ragas.read_dataset(io.BytesIO(content))
+        assert len(dataset.rows) == 4 and dataset.rows[0].user_input == DEADLINE
+
+
+@pytest.mark.django_db
 def test_a_sample_without_contexts_or_reference_is_an_answer_without_retrieval():
     import_ragas(lines=rows(sample(retrieved_contexts=None)), project_slug="rg", variant="v")
     answer = Answer.objects.get()
