@@ -76,9 +76,12 @@ def content_hash(row: Mapping[str, Any]) -> str:
 class BundleError:
     line: int
     message: str
+    # "row" for CSV files, whose records a spreadsheet numbers (header = row 1) and whose
+    # quoted cells may span several lines of text.
+    unit: str = "line"
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}" if self.line else self.message
+        return f"{self.unit} {self.line}: {self.message}" if self.line else self.message
 
 
 class BundleInvalid(Exception):
@@ -95,24 +98,27 @@ class BundleInvalid(Exception):
         ("lines 3, 5, 9 and 17 more: ..."), in the order the messages first occur. Twenty
         copies of one mistake read as one mistake to fix, not twenty."""
         lines: dict[str, list[int]] = {}
+        units: dict[str, str] = {}
         for error in self.errors:
             lines.setdefault(error.message, []).append(error.line)
+            units.setdefault(error.message, error.unit)
         out = []
         for message, numbers in lines.items():
             numbers = sorted({n for n in numbers if n})
+            unit = units[message]
             if not numbers:
                 out.append(message)
                 continue
             if len(numbers) == 1:
-                out.append(f"line {numbers[0]}: {message}")
+                out.append(f"{unit} {numbers[0]}: {message}")
                 continue
             shown = ", ".join(map(str, numbers[:show_lines]))
             rest = len(numbers) - show_lines
             if rest > 0:
-                where = f"lines {shown} and {rest} more"
+                where = f"{unit}s {shown} and {rest} more"
             else:
                 head, last = numbers[:-1], numbers[-1]
-                where = f"lines {', '.join(map(str, head))} and {last}"
+                where = f"{unit}s {', '.join(map(str, head))} and {last}"
             out.append(f"{where}: {message}")
         return out
 

@@ -13,13 +13,50 @@ from annotate.uploads import validate_upload_size
 
 class BundleFileField(forms.FileField):
     default_error_messages = {
-        "required": "Choose a bundle file (.jsonl) to upload.",
+        "required": "Choose a bundle file (.jsonl) or a Ragas dataset to upload.",
         "empty": "The file is empty.",
     }
     default_validators = [validate_upload_size]
 
 
-class NewProjectForm(forms.Form):
+FORMATS = [
+    ("bundle", "claimdesk bundle (JSONL)"),
+    ("ragas", "Ragas evaluation dataset (JSONL or CSV)"),
+]
+ACCEPT = ".jsonl,.json,.ndjson,.txt,.csv"
+
+
+class FormatFields(forms.Form):
+    """What the uploaded file is: a claimdesk bundle, or a Ragas dataset, whose rows say
+    nothing of the system that answered, so the lead names it."""
+
+    format = forms.ChoiceField(
+        choices=FORMATS,
+        initial="bundle",
+        required=False,  # scripts that post only a file keep sending bundles
+        widget=forms.RadioSelect,
+        label="File format",
+        help_text="A Ragas dataset has the columns user_input, response, retrieved_contexts and "
+        "optionally retrieved_context_ids and reference (docs/ragas.md).",
+    )
+    variant = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Variant",
+        help_text="The system that wrote the responses of the Ragas dataset, e.g. dense-k5.",
+    )
+    variant.required_when = "format=ragas"  # _field.html: shown and required only then
+
+    def clean(self):
+        data = super().clean()
+        data["format"] = data.get("format") or "bundle"
+        if data["format"] == "ragas" and not data.get("variant", "").strip():
+            self.add_error("variant", "Name the system that wrote these responses.")
+        return data
+
+
+class NewProjectForm(FormatFields):
+    field_order = ["slug", "name", "format", "variant", "file"]
     slug = forms.SlugField(
         max_length=Project._meta.get_field("slug").max_length,
         help_text="Short name for URLs and commands, e.g. physics-2026 (letters, digits, hyphens).",
@@ -27,21 +64,24 @@ class NewProjectForm(forms.Form):
     name = forms.CharField(
         max_length=Project._meta.get_field("name").max_length,
         required=False,
-        help_text="Shown to everyone in the project. Empty: the bundle header's name.",
+        help_text="Shown to everyone in the project. Empty: the bundle header's name (for a "
+        "Ragas dataset, the slug).",
     )
     file = BundleFileField(
-        label="Bundle",
-        help_text="UTF-8 JSONL, one object per line: a bundle header, variants, passages, cases "
-        "and answers (docs/bundle-format.md in the claimdesk repository).",
-        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
+        label="File",
+        help_text="A bundle: UTF-8 JSONL, one object per line: a bundle header, variants, "
+        "passages, cases and answers (docs/bundle-format.md in the claimdesk repository). Or a "
+        "Ragas dataset as EvaluationDataset.to_jsonl or to_csv writes it.",
+        widget=forms.ClearableFileInput(attrs={"accept": ACCEPT}),
     )
 
 
-class UploadForm(forms.Form):
+class UploadForm(FormatFields):
+    field_order = ["format", "variant", "file", "replace"]
     file = BundleFileField(
-        label="Bundle",
+        label="File",
         help_text="Rows already in the project with the same content are skipped.",
-        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
+        widget=forms.ClearableFileInput(attrs={"accept": ACCEPT}),
     )
     replace = forms.BooleanField(
         required=False,
@@ -59,6 +99,15 @@ class AddMemberForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text="Sets the password of a new account only; someone who already has an "
         "account keeps theirs.",
+    )
+
+
+class ImportMembersForm(forms.Form):
+    file = forms.FileField(
+        label="Members (CSV)",
+        help_text="Roles: reviewer or lead. A header row (username,role,email) is optional.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.txt"}),
+        error_messages={"required": "Choose a CSV file to upload.", "empty": "The file is empty."},
     )
 
 

@@ -23,6 +23,7 @@ from annotate.lead_forms import (
     BOUNDARY_FORMS,
     AddMemberForm,
     GuidelinesForm,
+    ImportMembersForm,
     LabelSchemaForm,
     MemberForm,
     NewProjectForm,
@@ -125,14 +126,14 @@ def project_new(request):
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        where = {"slug": data["slug"], "name": data["name"] or None, "user": request.user}
         try:
-            result = services.import_new_project(
-                lines=data["file"],
-                slug=data["slug"],
-                name=data["name"] or None,
-                user=request.user,
-                reimport=False,
-            )
+            if data["format"] == "ragas":
+                result = services.import_ragas_new_project(
+                    lines=data["file"], variant=data["variant"], reimport=False, **where
+                )
+            else:
+                result = services.import_new_project(lines=data["file"], reimport=False, **where)
         except BundleInvalid as exc:
             bundle_errors = exc
         except ServiceError as exc:
@@ -153,12 +154,13 @@ def project_upload(request, project, role):
     form = UploadForm(*_posted(request))
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        where = {"project_slug": project.slug, "replace": data["replace"]}
         try:
-            result = services.import_bundle(
-                lines=form.cleaned_data["file"],
-                project_slug=project.slug,
-                replace=form.cleaned_data["replace"],
-            )
+            if data["format"] == "ragas":
+                result = services.import_ragas(lines=data["file"], variant=data["variant"], **where)
+            else:
+                result = services.import_bundle(lines=data["file"], **where)
         except BundleInvalid as exc:
             bundle_errors = exc
         else:
@@ -197,6 +199,8 @@ def members(request, project, role):
     action = request.POST.get("action")
     if action in ("role", "remove"):
         return _change_member(request, project, role, action)
+    if action == "import":
+        return _import_members(request, project, role)
     if action != "add":
         return HttpResponseBadRequest("Unknown action.")
     form = AddMemberForm(request.POST)
@@ -222,11 +226,43 @@ def members(request, project, role):
     return _members_page(request, project, role, form, status=400)
 
 
-def _members_page(request, project, role, add_form, status=200):
+def _import_members(request, project, role):
+    form = ImportMembersForm(request.POST, request.FILES)
+    bundle_errors: BundleInvalid | None = None
+    if form.is_valid():
+        try:
+            result = services.import_members(lines=form.cleaned_data["file"], project=project)
+        except BundleInvalid as exc:
+            bundle_errors = exc
+        else:
+            messages.success(request, f"Members: {result.summary()}.")
+            if result.without_password:
+                messages.info(
+                    request,
+                    f"{len(result.without_password)} of them cannot log in yet, having no "
+                    "password: an administrator sets one.",
+                )
+            return _after_member_change(request, project, role)
+    return _members_page(
+        request,
+        project,
+        role,
+        AddMemberForm(),
+        import_form=form,
+        bundle_errors=bundle_errors,
+        status=400,
+    )
+
+
+def _members_page(
+    request, project, role, add_form, *, import_form=None, bundle_errors=None, status=200
+):
     context = {
         "project": project,
         "role": role,
         "add_form": add_form,
+        "import_form": import_form or ImportMembersForm(),
+        "bundle_errors": bundle_errors,
         "memberships": project.memberships.select_related("user").order_by(
             "role", "user__username"
         ),

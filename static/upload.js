@@ -101,5 +101,21 @@
   document.addEventListener("htmx:afterSwap", () => {
     const summary = document.getElementById("bundle-errors");
     if (summary) summary.focus();
+    showRequiredWhen();
   });
+
+  // A field marked data-required-when="format=ragas" (the variant of a Ragas dataset) is shown
+  // only while that choice is made. Without JavaScript it is always shown, and the server
+  // still decides whether it is needed.
+  function showRequiredWhen() {
+    document.querySelectorAll("form[data-upload] [data-required-when]").forEach((box) => {
+      const [name, value] = box.dataset.requiredWhen.split("=");
+      const chosen = box.closest("form").querySelector(`input[name="${name}"]:checked`);
+      box.hidden = !chosen || chosen.value !== value;
+    });
+  }
+  document.addEventListener("change", (event) => {
+    if (event.target.closest && event.target.closest("form[data-upload]")) showRequiredWhen();
+  });
+  showRequiredWhen();
 })();

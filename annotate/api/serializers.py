@@ -108,17 +108,44 @@ class FileUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="UTF-8 JSONL, one object per line.")
 
 
-class BundleUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="The bundle: UTF-8 JSONL, one object per line.")
+class FormatSerializer(serializers.Serializer):
+    """What a multipart upload is: a claimdesk bundle, or a Ragas dataset answered by
+    `variant`. A raw body is always a bundle: `?format=` is DRF's renderer override, and a
+    Ragas dataset is small enough to go as a file."""
+
+    format = serializers.ChoiceField(
+        choices=["bundle", "ragas"],
+        default="bundle",
+        help_text="`bundle` (claimdesk JSONL) or `ragas` (a Ragas evaluation dataset, JSONL or "
+        "CSV: docs/ragas.md).",
+    )
+    variant = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text="With format=ragas (required then): the system that wrote the responses.",
+    )
+
+    def validate(self, data):
+        if data.get("format") == "ragas" and not data.get("variant", "").strip():
+            raise serializers.ValidationError({"variant": ["Required with format=ragas."]})
+        return data
+
+
+UPLOAD_HELP = "The bundle (UTF-8 JSONL, one object per line), or the Ragas dataset."
+
+
+class BundleUploadSerializer(FormatSerializer):
+    file = serializers.FileField(help_text=UPLOAD_HELP)
     replace = serializers.BooleanField(
         default=False, help_text="Replace changed items that no one has labelled yet."
     )
 
 
-class ProjectCreateSerializer(serializers.Serializer):
+class ProjectCreateSerializer(FormatSerializer):
     slug = serializers.SlugField(max_length=80)
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    file = serializers.FileField(help_text="The bundle: UTF-8 JSONL, one object per line.")
+    file = serializers.FileField(help_text=UPLOAD_HELP)
 
 
 class NewProjectQuerySerializer(serializers.Serializer):

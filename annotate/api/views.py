@@ -284,10 +284,12 @@ class ProjectList(ListView, APIView):
 
     @extend_schema(
         tags=["projects"],
-        summary="Create a project from a bundle; you become its lead",
-        description="A multipart upload (`slug`, `name`, `file`), or the bundle itself as the "
-        "body (`application/x-ndjson`) with `slug` and `name` in the query string. The import "
-        "is all or nothing: any problem answers 400 with every problem by line.",
+        summary="Create a project from a bundle or a Ragas dataset; you become its lead",
+        description="A multipart upload (`slug`, `name`, `file`, `format`, `variant`), or the "
+        "bundle itself as the body (`application/x-ndjson`) with `slug` and `name` in the query "
+        "string. With `format=ragas` the file is a Ragas evaluation dataset (JSONL or CSV), "
+        "imported as the answers of `variant`. The import is all or nothing: any problem "
+        "answers 400 with every problem by line (a CSV's by row).",
         request={
             "multipart/form-data": s.ProjectCreateSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -312,10 +314,14 @@ class ProjectList(ListView, APIView):
         else:
             data = query(s.NewProjectQuerySerializer, request)
             lines, _ = upload_lines(request)
+        where = {"slug": data["slug"], "name": data.get("name") or None, "user": request.user}
         try:
-            result = services.import_new_project(
-                lines=lines, slug=data["slug"], name=data.get("name") or None, user=request.user
-            )
+            if data.get("format") == "ragas":
+                result = services.import_ragas_new_project(
+                    lines=lines, variant=data["variant"], **where
+                )
+            else:
+                result = services.import_new_project(lines=lines, **where)
         except BundleInvalid as exc:
             return line_errors(exc)
         except ServiceError as exc:
@@ -375,10 +381,11 @@ class Bundle(LeadView):
 
     @extend_schema(
         tags=["projects"],
-        summary="Import a bundle into the project",
-        description="A multipart upload (`file`, `replace`), or the bundle itself as the body "
-        "(`application/x-ndjson`, `?replace=true`). All or nothing; re-importing the same "
-        "bundle is idempotent.",
+        summary="Import a bundle, or a Ragas dataset, into the project",
+        description="A multipart upload (`file`, `replace`, `format`, `variant`), or the bundle "
+        "itself as the body (`application/x-ndjson`, `?replace=true`). With `format=ragas` the "
+        "file is a Ragas evaluation dataset (JSONL or CSV), imported as the answers of "
+        "`variant`. All or nothing; re-importing the same file is idempotent.",
         request={
             "multipart/form-data": s.BundleUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -390,10 +397,12 @@ class Bundle(LeadView):
         lines, data = upload_lines(request, s.BundleUploadSerializer)
         if not data:
             data = query(s.ReplaceQuerySerializer, request)
+        where = {"project_slug": self.project.slug, "replace": data["replace"]}
         try:
-            result = services.import_bundle(
-                lines=lines, project_slug=self.project.slug, replace=data["replace"]
-            )
+            if data.get("format") == "ragas":
+                result = services.import_ragas(lines=lines, variant=data["variant"], **where)
+            else:
+                result = services.import_bundle(lines=lines, **where)
         except BundleInvalid as exc:
             return line_errors(exc)
         return Response(s.ImportResultSerializer(result).data)

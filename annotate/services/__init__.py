@@ -3,8 +3,10 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 One module per capability:
 - imports: bundles into projects (import_bundle, import_new_project)
+- ragas: Ragas evaluation datasets into projects, as bundles (import_ragas)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
-- members: roles in a project (add_member, add_project_member, change_member_role, remove_member)
+- members: roles in a project (add_member, add_project_member, import_members,
+  change_member_role, remove_member)
 - projects: a project's settings (update_guidelines, set_label_schema)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
@@ -45,14 +47,17 @@ from annotate.services.labelling import (
 from annotate.services.members import (
     ADDED_MEMBER,
     MemberError,
+    MembersImportResult,
     add_member,
     add_project_member,
     change_member_role,
+    import_members,
     remove_member,
 )
 from annotate.services.opening import open_labelling, spread_order
 from annotate.services.projects import set_label_schema, update_guidelines
 from annotate.services.queue import next_task, release_abandoned, release_task
+from annotate.services.ragas import RagasImportResult, import_ragas, import_ragas_new_project
 
 __all__ = [
     "ADDED_MEMBER",
@@ -64,6 +69,8 @@ __all__ = [
     "LabelErrors",
     "LabelImportResult",
     "MemberError",
+    "MembersImportResult",
+    "RagasImportResult",
     "ServiceError",
     "add_member",
     "add_project_member",
@@ -75,7 +82,10 @@ __all__ = [
     "default_citation_verdicts",
     "import_bundle",
     "import_labels",
+    "import_members",
     "import_new_project",
+    "import_ragas",
+    "import_ragas_new_project",
     "label_snapshot",
     "next_task",
     "open_labelling",

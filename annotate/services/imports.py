@@ -513,6 +513,20 @@ def import_new_project(
     into it (pipelines do; the new-project page does not, where it would surprise). The
     check and the import share one transaction: if someone else creates the slug in between,
     nothing is written into their project."""
+    return import_as_new_project(
+        slug=slug,
+        user=user,
+        reimport=reimport,
+        load=lambda: import_bundle(lines=lines, project_slug=slug, name=name),
+    )
+
+
+@transaction.atomic
+def import_as_new_project(
+    *, slug: str, user, reimport: bool, load: Callable[[], ImportResult]
+) -> ImportResult:
+    """import_new_project's rules around any importer: `load` imports into `slug` (a bundle,
+    a Ragas dataset) and runs only once the slug is known to be free or the user's."""
     if Project.objects.filter(slug=slug).exists():
         if not _leads(user, slug):
             raise ServiceError(SLUG_TAKEN)
@@ -521,7 +535,7 @@ def import_new_project(
                 "You already lead a project with this slug: to add to it, use its Upload "
                 f"page (/p/{slug}/upload/), or choose another slug."
             )
-    result = import_bundle(lines=lines, project_slug=slug, name=name)
+    result = load()
     if result.created_project:
         add_member(project=result.project, username=user.get_username(), role=Role.LEAD)
     elif not _leads(user, slug):

@@ -1,13 +1,23 @@
-"""Who may do what in a project: adding people, changing roles, removing them."""
+"""Who may do what in a project: adding people (one, or many from a CSV), changing roles,
+removing them."""
 
 from __future__ import annotations
+
+import csv
+import io
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 
+from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import (
     Membership,
     Project,
@@ -120,3 +130,246 @@ def remove_member(*, membership: Membership) -> None:
     if membership.role == Role.LEAD and _lead_count(membership.project) <= 1:
         raise ServiceError(_LAST_LEAD)
     membership.delete()
+
+
+# --- Many members at once ----------------------------------------------------------------------
+
+MEMBER_COLUMNS = ("username", "role", "email")
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRow:
+    line: int
+    username: str
+    role: str
+    email: str = ""
+
+
+@dataclass
+class MembersImportResult:
+    project: Project
+    created: list[str] = field(default_factory=list)  # new accounts (also in `added`)
+    added: list[str] = field(default_factory=list)  # new to the project
+    role_changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    # With reset_password: the passwords generated for accounts that had none, shown once.
+    passwords: dict[str, str] = field(default_factory=dict)
+    # Listed accounts that still have no usable password after the import.
+    without_password: list[str] = field(default_factory=list)
+    # Existing accounts whose email differs from the file's: an account's email is its own.
+    email_kept: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{_count(self.created, 'account')} created, {len(self.added)} added to the "
+            f"project, {len(self.role_changed)} role(s) changed, {len(self.unchanged)} unchanged"
+        )
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def parse_member_rows(lines: Iterable[bytes | str]) -> list[MemberRow]:
+    """`username,role[,email]` rows of a CSV, a header row optional (recognised by its
+    `username` column, and then read by name in any order). Raises BundleInvalid with every
+    problem by line: an unknown role, an empty or invalid username, one named twice."""
+    rows, errors = _member_rows(lines)
+    if errors:
+        raise BundleInvalid(errors)
+    return rows
+
+
+def _member_rows(lines: Iterable[bytes | str]) -> tuple[list[MemberRow], list[BundleError]]:
+    errors: list[BundleError] = []
+    raw = b"".join(x if isinstance(x, bytes) else x.encode("utf-8") for x in lines)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return [], [BundleError(line, f"not UTF-8 ({exc.reason})")]
+    reader = csv.reader(io.StringIO(text, newline=""))
+    columns: tuple[str, ...] = MEMBER_COLUMNS
+    rows: list[MemberRow] = []
+    first_line: dict[str, int] = {}
+    seen_any = False
+    try:
+        for cells in reader:
+            line = reader.line_num
+            cells = [cell.strip() for cell in cells]
+            while cells and not cells[-1]:
+                cells.pop()
+            if not cells:
+                continue
+            if not seen_any:
+                seen_any = True
+                if "username" in (cell.lower() for cell in cells):
+                    columns = _member_header(line, cells, errors)
+                    continue
+            row = _member_row(line, cells, columns, errors)
+            if row is None:
+                continue
+            if row.username in first_line:
+                errors.append(
+                    BundleError(
+                        line,
+                        f"'{row.username}' is named again (first on line "
+                        f"{first_line[row.username]}): one role per person",
+                    )
+                )
+                continue
+            first_line[row.username] = line
+            rows.append(row)
+    except csv.Error as exc:
+        errors.append(BundleError(reader.line_num, f"not readable as CSV ({exc})"))
+    if not rows and not errors:
+        errors.append(BundleError(0, "the file names nobody: one 'username,role[,email]' a line"))
+    return rows, errors
+
+
+def _member_header(line: int, cells: list[str], errors: list[BundleError]) -> tuple[str, ...]:
+    names = tuple(cell.lower() for cell in cells)
+    for name in names:
+        if name not in MEMBER_COLUMNS:
+            errors.append(
+                BundleError(line, f"unknown column '{name}' (use {', '.join(MEMBER_COLUMNS)})")
+            )
+    if "role" not in names:
+        errors.append(BundleError(line, "the header names no 'role' column"))
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(BundleError(line, f"column '{name}' appears twice in the header"))
+    return names
+
+
+_USERNAME = UnicodeUsernameValidator()
+
+
+def _member_row(line, cells, columns, errors) -> MemberRow | None:
+    if len(cells) > len(columns):
+        errors.append(
+            BundleError(
+                line,
+                f"{len(cells)} cells, but a line is {','.join(columns)}"
+                " (a comma inside a name needs quotes)",
+            )
+        )
+        return None
+    values = dict(zip(columns, cells, strict=False))
+    username, role = values.get("username", ""), values.get("role", "").lower()
+    email = values.get("email", "")
+    problems = []
+    if not username:
+        problems.append("the username is empty")
+    else:
+        try:
+            _USERNAME(username)
+            if len(username) > 150:
+                raise ValidationError("too long")
+        except ValidationError:
+            problems.append(
+                f"'{username}' is not a valid username (letters, digits and @ . + - _ only, "
+                "at most 150 characters)"
+            )
+    if role not in Role.values:
+        got = f"unknown role '{values.get('role', '')}'" if role else "no role"
+        problems.append(f"{got}: use one of {', '.join(Role.values)}")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            problems.append(f"'{email}' is not an email address")
+    errors.extend(BundleError(line, problem) for problem in problems)
+    return None if problems else MemberRow(line, username, role, email)
+
+
+@transaction.atomic
+def import_members(
+    *, lines: Iterable[bytes | str], project: Project, reset_password: bool = False
+) -> MembersImportResult:
+    """Give everyone a CSV lists their role in the project, creating accounts as needed; all
+    or nothing (BundleInvalid with every problem by line). New accounts get no usable password,
+    so no password is hashed per row: an administrator sets it, or `reset_password` generates
+    one for each listed account that has none. A password someone has is never replaced here.
+
+    A fixed number of queries whatever the number of people (plus, with reset_password, one
+    save per generated password: hashing dominates that path anyway)."""
+    rows, errors = _member_rows(lines)
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    User = get_user_model()
+    names = [row.username for row in rows]
+    users = {u.username: u for u in User.objects.filter(username__in=names)}
+    roles = {
+        username: (pk, role)
+        for pk, username, role in Membership.objects.filter(project=project).values_list(
+            "pk", "user__username", "role"
+        )
+    }
+    errors.extend(_demotions_leaving_no_lead(rows, roles))
+    if errors:
+        raise BundleInvalid(errors)
+
+    result = MembersImportResult(project=project)
+    new_accounts = [
+        User(username=row.username, email=row.email, password=make_password(None))
+        for row in rows
+        if row.username not in users
+    ]
+    User.objects.bulk_create(new_accounts, ignore_conflicts=True)
+    result.created = [user.username for user in new_accounts]
+    new_names = set(result.created)
+    if new_accounts:
+        users.update(
+            User.objects.filter(username__in=result.created).in_bulk(field_name="username")
+        )
+
+    additions, changes = [], {}
+    for row in rows:
+        user = users[row.username]
+        if row.email and row.username not in new_names and row.email != user.email:
+            result.email_kept.append(row.username)
+        held = roles.get(row.username)
+        if held is None:
+            additions.append(Membership(project=project, user=user, role=row.role))
+            result.added.append(row.username)
+        elif held[1] != row.role:
+            changes.setdefault(row.role, []).append(held[0])
+            result.role_changed.append(row.username)
+        else:
+            result.unchanged.append(row.username)
+    Membership.objects.bulk_create(additions)
+    for role, pks in changes.items():
+        Membership.objects.filter(pk__in=pks).update(role=role)
+
+    for row in rows:
+        user = users[row.username]
+        if user.has_usable_password():
+            continue
+        if reset_password:
+            password = secrets.token_urlsafe(12)
+            user.set_password(password)
+            user.save(update_fields=["password"])
+            result.passwords[row.username] = password
+        else:
+            result.without_password.append(row.username)
+    return result
+
+
+def _demotions_leaving_no_lead(
+    rows: list[MemberRow], roles: dict[str, tuple[int, str]]
+) -> list[BundleError]:
+    """A project keeps a lead: the lines that would demote its last one(s)."""
+    leads = {name for name, (_, role) in roles.items() if role == Role.LEAD}
+    listed = {row.username: row.role for row in rows}
+    if not leads or any(role == Role.LEAD for role in listed.values()):
+        return []
+    if any(name not in listed for name in leads):
+        return []
+    return [
+        BundleError(
+            row.line,
+            f"'{row.username}' would no longer lead, and the project would have no lead: "
+            "keep one lead (a project keeps one)",
+        )
+        for row in rows
+        if row.username in leads
+    ]

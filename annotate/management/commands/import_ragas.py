@@ -1,0 +1,58 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.bundles import BundleInvalid
+from annotate.services import import_ragas
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a Ragas evaluation dataset (JSONL or CSV) as one variant's answers, creating "
+        "the project if needed. All or nothing."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="Ragas dataset (.jsonl or .csv), or - for standard input")
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument(
+            "--variant", required=True, help="the system that wrote the responses, e.g. baseline"
+        )
+        parser.add_argument("--name", help="project name when creating it")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="replace changed items that nobody has labelled yet",
+        )
+
+    def handle(self, *args, path, project, variant, name, replace, **options):
+        try:
+            stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        with stream:
+            try:
+                result = import_ragas(
+                    lines=stream, project_slug=project, variant=variant, name=name, replace=replace
+                )
+            except BundleInvalid as exc:
+                for error in exc.grouped():
+                    self.stderr.write(error)
+                raise CommandError(
+                    f"{len(exc.errors)} problem(s) found in {path}; nothing was imported."
+                ) from exc
+        verb = "created" if result.created_project else "updated"
+        self.stdout.write(
+            f"Project '{result.project.slug}' {verb} from {result.samples} Ragas sample(s) "
+            f"of variant '{variant}': {result.summary()}"
+        )
+        if result.passed_over:
+            self.stdout.write(
+                f"Columns a bundle has no place for were passed over: "
+                f"{', '.join(result.passed_over)}."
+            )
+        if result.proposed_claims:
+            self.stdout.write(
+                f"{result.proposed_claims} claim(s) were proposed by the sentence splitter: "
+                "review them before opening labelling."
+            )

@@ -1,0 +1,97 @@
+"""Importing Ragas evaluation datasets: read and check the rows (annotate.ragas), turn them
+into bundle lines, and import those with import_bundle, so every bundle rule, the
+all-or-nothing write and re-import idempotency hold as they do for a bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+
+from django.db import transaction
+
+from annotate import ragas
+from annotate.bundles import BundleError, BundleInvalid
+from annotate.models import Project
+from annotate.services.imports import ImportResult, import_as_new_project, import_bundle
+
+
+@dataclass
+class RagasImportResult(ImportResult):
+    samples: int = 0
+    passed_over: list[str] = field(default_factory=list)  # Ragas columns a bundle cannot hold
+
+
+def import_ragas(
+    *,
+    lines: Iterable[bytes | str],
+    project_slug: str,
+    variant: str,
+    name: str | None = None,
+    replace: bool = False,
+) -> RagasImportResult:
+    """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
+    if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
+    dataset's own lines (JSONL) or rows (CSV), and writes nothing."""
+    problem = ragas.check_variant(variant)
+    if problem:
+        raise BundleInvalid([BundleError(0, problem)])
+    dataset = ragas.read_dataset(lines)
+    project = Project.objects.filter(slug=project_slug).first()
+    conversion = ragas.to_bundle(
+        dataset,
+        variant=variant,
+        corpus_version=None if project else dataset.corpus_version(),
+        known_passages=dict(project.passages.values_list("passage_id", "text")) if project else {},
+        known_cases=set(project.cases.values_list("case_id", flat=True)) if project else set(),
+    )
+    if project is not None and not project.is_draft:
+        _refuse_new_answers(project, conversion)
+    try:
+        result = import_bundle(
+            lines=conversion.lines, project_slug=project_slug, name=name, replace=replace
+        )
+    except BundleInvalid as exc:
+        raise conversion.errors_in_dataset(exc) from exc
+    return RagasImportResult(
+        **{f.name: getattr(result, f.name) for f in fields(ImportResult)},
+        samples=len(dataset.rows),
+        passed_over=dataset.passed_over,
+    )
+
+
+def _refuse_new_answers(project: Project, conversion: ragas.Conversion) -> None:
+    """Answers new to an open project would need their claims reviewed before labelling, and
+    a Ragas sample brings none. Re-importing what the project holds stays a no-op."""
+    held = set(project.answers.values_list("answer_id", flat=True))
+    new = [line for answer_id, line in conversion.answers.items() if answer_id not in held]
+    if new:
+        raise BundleInvalid(
+            [
+                BundleError(
+                    line,
+                    "labelling is open in this project, and a Ragas sample has no claims for "
+                    "a lead to review first: import new answers into a project in set-up",
+                    conversion.unit,
+                )
+                for line in new
+            ]
+        )
+
+
+@transaction.atomic
+def import_ragas_new_project(
+    *,
+    lines: Iterable[bytes | str],
+    variant: str,
+    slug: str,
+    name: str | None,
+    user,
+    reimport: bool = True,
+) -> RagasImportResult:
+    """import_ragas as a new project whose lead is `user`, under import_new_project's rules."""
+    return import_as_new_project(
+        slug=slug,
+        user=user,
+        reimport=reimport,
+        load=lambda: import_ragas(lines=lines, project_slug=slug, variant=variant, name=name),
+    )
