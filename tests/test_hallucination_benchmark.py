@@ -175,8 +175,12 @@ def test_a_label_file_with_fields_the_schema_leaves_out_is_refused_by_line(halu)
             ],
         },
     ]
+    from annotate.models import Assignment, ClaimLabel
+
+    before = (Assignment.objects.count(), ClaimLabel.objects.count())
     with pytest.raises(BundleInvalid) as caught:
         import_labels(lines=[json.dumps(b) for b in bad], project=halu)
+    assert (Assignment.objects.count(), ClaimLabel.objects.count()) == before
     messages = [str(e) for e in caught.value.errors]
     assert any(
         m.startswith("line 1: 'relevance' is not labelled in this project") for m in messages

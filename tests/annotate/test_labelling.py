@@ -382,3 +382,44 @@ def test_the_status_bar_counts_items_not_fields_and_says_saved_only_after_a_save
     reply = client.post(url, data, headers={"HX-Request": "true"})
     assert f"{items} items to label" in reply.content.decode()
     assert "Saved " in reply.content.decode()
+
+
+def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupported(
+    open_team, reviewer_a
+):
+    """Reviewers choose the subtype; 'unsupported' is the binary scale's value (and a
+    judge's). In the browser it is a field error; in an imported label file, an error on its
+    line, and nothing is written."""
+    from annotate.bundles import BundleInvalid
+    from annotate.services import import_labels
+
+    assignment = task_with_claims(open_team, reviewer_a)
+    claim = assignment.answer.claims.get(ordinal=0)
+    _, errors = save_claim_label(
+        assignment=assignment, claim=claim, data={"support": "unsupported"}
+    )
+    assert errors.fields["claim.0.support"] == (
+        "Say which kind of unsupported: contradicted or insufficient evidence."
+    )
+    line = {
+        "answer_id": "batch-premise/baseline",
+        "reviewer": "bob",
+        "relevance": 1,
+        "failure_labels": [],
+        "claims": [
+            {
+                "index": 0,
+                "support": "unsupported",
+                "severity": "major",
+                "citations": {"lab-note:p1": "does_not_support"},
+            }
+        ],
+    }
+    before = Assignment.objects.count()
+    with pytest.raises(BundleInvalid) as caught:
+        import_labels(lines=[json.dumps(line)], project=open_team)
+    assert [str(e) for e in caught.value.errors] == [
+        "line 1: claims[0].support: Say which kind of unsupported: contradicted or "
+        "insufficient evidence."
+    ]
+    assert Assignment.objects.count() == before
