@@ -187,6 +187,13 @@ class Answer(models.Model):
     # The opaque number reviewers see ("Task 17"); assigned shuffled when labelling opens so
     # neither the number nor the queue order reveals the variant or the bundle order.
     task_number = models.PositiveIntegerField(null=True, blank=True)
+    # Where the answer sits in the queue, a number in [0, 1) drawn when labelling opens (or
+    # when it is imported into an open project): each reviewer walks the queue from their own
+    # secret starting point, and late imports land spread among the rest, not in a block.
+    queue_key = models.FloatField(null=True, blank=True)
+    # True once the answer holds `overlap` assignments: the queue's index skips full answers,
+    # so taking the next task costs the same at the start and at the end of a project.
+    full = models.BooleanField(default=False)
     content_hash = models.CharField(max_length=40)
 
     class Meta:
@@ -200,7 +207,14 @@ class Answer(models.Model):
             models.CheckConstraint(condition=Q(elapsed_ms__gte=0), name="elapsed_ms_gte_0"),
             models.CheckConstraint(condition=Q(request_cost__gte=0), name="request_cost_gte_0"),
         ]
-        indexes = [models.Index(fields=["project", "task_number"], name="answer_queue_idx")]
+        indexes = [
+            models.Index(fields=["project", "task_number"], name="answer_queue_idx"),
+            models.Index(
+                fields=["project", "queue_key"],
+                name="answer_open_queue_idx",
+                condition=Q(full=False, queue_key__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.answer_id

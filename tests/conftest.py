@@ -162,3 +162,13 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture
+def shared_queue_start(monkeypatch):
+    """Every reviewer walks the queue from the same point (its start), as if offsets were all
+    0: for tests that need to know which answer the next reviewer gets. The product gives each
+    reviewer a secret starting point of their own (annotate.services.queue.reviewer_offset)."""
+    from annotate.services import queue
+
+    monkeypatch.setattr(queue, "reviewer_offset", lambda project, reviewer: 0.0)

@@ -36,7 +36,7 @@ from annotate.models import (
 from annotate.schema import LabelSchema
 from annotate.services.base import ServiceError
 from annotate.services.members import add_member
-from annotate.services.opening import _next_task_numbers
+from annotate.services.opening import queue_keys, renumber_for_late_answers
 
 
 @dataclass
@@ -407,8 +407,10 @@ def _write_answers(
 ) -> None:
     ids = bulk.allocate_ids(Answer, len(answers))
     task_numbers: list[int | None] = [None] * len(answers)
+    keys: list[float | None] = [None] * len(answers)
     if project.state != Project.State.DRAFT:
-        task_numbers = _next_task_numbers(project, len(answers))
+        task_numbers = renumber_for_late_answers(project, len(answers))
+        keys = queue_keys(len(answers))
     bulk.insert_rows(
         Answer,
         [
@@ -423,6 +425,8 @@ def _write_answers(
             "elapsed_ms",
             "request_cost",
             "task_number",
+            "queue_key",
+            "full",
             "content_hash",
         ],
         (
@@ -438,9 +442,11 @@ def _write_answers(
                 a.elapsed_ms,
                 a.request_cost,
                 number,
+                key,
+                False,
                 content_hash(a.row()),
             )
-            for a, pk, number in zip(answers, ids, task_numbers, strict=True)
+            for a, pk, number, key in zip(answers, ids, task_numbers, keys, strict=True)
         ),
     )
     report("answers", len(answers))

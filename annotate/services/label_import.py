@@ -150,7 +150,7 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     # their times may keep it, or a reviewer's task list would replay it.
     _SECRET_RANDOM.shuffle(pending)
     with transaction.atomic():
-        _recount_under_locks(project, pending)
+        holding = _recount_under_locks(project, pending)
         now = timezone.now()
         for item in pending:
             assignment = item.assignment
@@ -170,6 +170,9 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
                 taken_at=now,
                 touched_at=now,  # auto_now_add stamped each row as it was saved
             )
+        full = [pk for pk, n in holding.items() if n >= project.overlap]
+        for start in range(0, len(full), 500):
+            Answer.objects.filter(pk__in=full[start : start + 500]).update(full=True)
     result.created = len(pending)
     return result
 
@@ -182,9 +185,10 @@ class _Pending:
     snapshot: dict
 
 
-def _recount_under_locks(project: Project, pending: list[_Pending]) -> None:
+def _recount_under_locks(project: Project, pending: list[_Pending]) -> Counter:
     """Lock the answers about to get a label set, as next_task does, and check the overlap
-    and the reviewer's own assignment again: the file was checked before any lock was held."""
+    and the reviewer's own assignment again: the file was checked before any lock was held.
+    Returns each answer's holders once the file's label sets are in."""
     answer_pks = sorted({item.assignment.answer_id for item in pending})
     for start in range(0, len(answer_pks), 500):
         list(
@@ -225,6 +229,7 @@ def _recount_under_locks(project: Project, pending: list[_Pending]) -> None:
         holding[answer_pk] += 1
     if errors:
         raise BundleInvalid(errors)
+    return holding
 
 
 def _given(value) -> bool:

@@ -6,10 +6,12 @@ import heapq
 import random
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotate.models import (
     Answer,
+    Assignment,
     Project,
 )
 from annotate.services.base import ServiceError
@@ -19,7 +21,13 @@ from annotate.services.base import ServiceError
 _SECRET_RANDOM = random.SystemRandom()
 
 
-def _next_task_numbers(project: Project, count: int) -> list[int]:
+def renumber_for_late_answers(project: Project, count: int) -> list[int]:
+    """Task numbers for `count` answers imported into an open project. Appending them after
+    the last number would give the late answers a block of their own (tasks 21-30, all of one
+    variant). Instead the new numbers are shuffled together with the numbers of the answers
+    nobody has taken yet (which no reviewer has seen, so renumbering them is invisible), and
+    those answers get their share back. Returns the numbers for the new answers; the caller
+    inserts them in the same transaction."""
     last = (
         Answer.objects.filter(project=project)
         .order_by("-task_number")
@@ -27,9 +35,29 @@ def _next_task_numbers(project: Project, count: int) -> list[int]:
         .first()
         or 0
     )
-    numbers = list(range(last + 1, last + 1 + count))
+    untaken = list(
+        Answer.objects.filter(project=project, task_number__isnull=False)
+        .exclude(Exists(Assignment.objects.filter(answer=OuterRef("pk"))))
+        .values_list("pk", "task_number")
+    )
+    numbers = [number for _, number in untaken] + list(range(last + 1, last + 1 + count))
     _SECRET_RANDOM.shuffle(numbers)
-    return numbers
+    if untaken:
+        # Free the numbers first: (project, task_number) is unique at every statement.
+        pks = [pk for pk, _ in untaken]
+        Answer.objects.filter(pk__in=pks).update(task_number=None)
+        Answer.objects.bulk_update(
+            [Answer(pk=pk, task_number=n) for pk, n in zip(pks, numbers, strict=False)],
+            ["task_number"],
+            batch_size=1000,
+        )
+    return numbers[len(untaken) :]
+
+
+def queue_keys(count: int) -> list[float]:
+    """Queue positions for answers added to an open queue: uniform, so they spread among the
+    others instead of waiting at its end."""
+    return [_SECRET_RANDOM.random() for _ in range(count)]
 
 
 @transaction.atomic
@@ -45,11 +73,13 @@ def open_labelling(*, project: Project) -> Project:
     answers = list(project.answers.values_list("pk", "case_id"))
     if not answers:
         raise ServiceError("The project has no answers to label yet: import a bundle first.")
+    total = len(answers)
     numbered = [
-        Answer(pk=pk, task_number=number)
+        # The queue walks the spread order; each reviewer starts at their own point in it.
+        Answer(pk=pk, task_number=number, queue_key=(number - 1 + 0.5) / total, full=False)
         for number, pk in enumerate(spread_order(answers), start=1)
     ]
-    Answer.objects.bulk_update(numbered, ["task_number"], batch_size=1000)
+    Answer.objects.bulk_update(numbered, ["task_number", "queue_key", "full"], batch_size=1000)
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()
     project.save(update_fields=["state", "opened_at"])

@@ -309,3 +309,49 @@ def test_imported_labels_keep_no_trace_of_the_files_order(client, demo, reviewer
     api = client.get(f"/api/v1/projects/{demo.slug}/tasks/?status=submitted").json()
     rows = api["results"] if isinstance(api, dict) else api
     assert [row["task_number"] for row in rows] == by_number
+
+
+@pytest.mark.django_db
+def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
+    """Issue #15: every reviewer got the tasks in the same order. Now each starts at an
+    offset keyed with the server's secret; the project's spread holds within each walk."""
+    from annotate.services import add_member, next_task, open_labelling
+    from annotate.services.queue import reviewer_offset
+
+    project = import_fixture("demo.jsonl", "walk")
+    people = [add_member(project=project, username=f"w{i}", role="reviewer").user for i in range(6)]
+    project = open_labelling(project=project)
+    offsets = {reviewer_offset(project, person) for person in people}
+    assert len(offsets) == 6 and all(0 <= o < 1 for o in offsets)
+    firsts = [next_task(project=project, reviewer=person).answer_id for person in people]
+    assert len(set(firsts)) >= 3  # six walks from six points: not one shared first task
+    # the same reviewer resumes the same walk
+    assert reviewer_offset(project, people[0]) == reviewer_offset(project, people[0])
+
+
+@pytest.mark.django_db
+def test_answers_imported_after_opening_are_spread_through_the_queue_not_appended():
+    """Issue #15: answers imported after labelling opened got a block of their own (tasks
+    21-30, all one variant), served last and back to back."""
+    from annotate.services import add_member, import_bundle, next_task, open_labelling
+
+    rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
+    late_variant = [r for r in rows if r.get("type") == "answer" and r["variant"] == "verifier"]
+    early = [r for r in rows if r not in late_variant]
+    project = import_bundle(lines=[json.dumps(r) for r in early], project_slug="late").project
+    person = add_member(project=project, username="early", role="reviewer").user
+    project = open_labelling(project=project)
+    taken = next_task(project=project, reviewer=person)
+    taken_number = taken.answer.task_number
+    import_bundle(lines=[json.dumps(r) for r in late_variant], project_slug="late")
+    answers = Answer.objects.filter(project=project)
+    late = answers.filter(variant__name="verifier")
+    numbers = sorted(late.values_list("task_number", flat=True))
+    total = answers.count()
+    assert sorted(answers.values_list("task_number", flat=True)) == list(range(1, total + 1))
+    assert numbers != list(range(total - len(numbers) + 1, total + 1))  # no block at the end
+    assert min(numbers) <= total // 2
+    taken.answer.refresh_from_db()
+    assert taken.answer.task_number == taken_number  # a task someone holds keeps its number
+    keys = sorted(late.values_list("queue_key", flat=True))
+    assert keys[0] < 0.5 < keys[-1]  # spread through the queue, not waiting at its end

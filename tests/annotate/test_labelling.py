@@ -92,7 +92,7 @@ def test_an_answer_never_gets_more_reviewers_than_the_overlap(open_team, reviewe
 
 @pytest.mark.django_db
 def test_a_skipped_task_needs_a_reason_returns_to_the_pool_and_not_to_the_skipper(
-    open_team, reviewer_a, reviewer_b
+    open_team, reviewer_a, reviewer_b, shared_queue_start
 ):
     open_team.overlap = 1
     open_team.save()
@@ -105,7 +105,9 @@ def test_a_skipped_task_needs_a_reason_returns_to_the_pool_and_not_to_the_skippe
 
 
 @pytest.mark.django_db
-def test_abandoned_tasks_return_to_the_pool(open_team, reviewer_a, reviewer_b, settings):
+def test_abandoned_tasks_return_to_the_pool(
+    open_team, reviewer_a, reviewer_b, settings, shared_queue_start
+):
     open_team.overlap = 1
     open_team.save()
     abandoned = next_task(project=open_team, reviewer=reviewer_a)
@@ -324,6 +326,7 @@ def test_labelling_page_query_count_does_not_grow_with_claims_or_passages(
     large = _answer_with(open_team, claims=12, passages=10, number=2)
     counts = []
     for answer in (small, large):
+        answer.refresh_from_db()  # the second import renumbered the untaken first one
         assignment = Assignment.objects.create(
             project=open_team, answer=answer, reviewer=reviewer_a
         )

@@ -93,3 +93,52 @@ def test_last_slot_goes_to_exactly_one_of_two_racing_reviewers(crowded_project):
     taken = run_at_once([lambda r=r: next_task(project=project, reviewer=r) for r in reviewers[:2]])
     assert sorted(t is None for t in taken) == [False, True]
     assert Assignment.objects.filter(answer=answers[-1]).count() == 1
+
+
+def test_next_never_says_empty_while_an_answer_still_has_room(crowded_project):
+    """Issue #15: with 3 reviewers and overlap 2, concurrent "next" told everyone the queue
+    was empty while 4 answers held one label (each call locked its candidates and the others
+    skipped them). Now a call that finds everything in reach locked waits for a row instead."""
+    project, reviewers = crowded_project
+    filler = add_member(project=project, username="filler", role="reviewer").user
+    other = add_member(project=project, username="other", role="reviewer").user
+    answers = list(project.answers.order_by("queue_key"))
+    room = answers[:4]
+    # Every other answer is full; the four have one label each, by `filler`.
+    Assignment.objects.bulk_create(
+        [
+            Assignment(project=project, answer=a, reviewer=filler, status="submitted")
+            for a in answers
+        ]
+        + [
+            Assignment(project=project, answer=a, reviewer=other, status="submitted")
+            for a in answers[4:]
+        ]
+    )
+    project.answers.exclude(pk__in=[a.pk for a in room]).update(full=True)
+    for _ in range(3):
+        Assignment.objects.filter(answer__in=room).exclude(reviewer=filler).delete()
+        project.answers.filter(pk__in=[a.pk for a in room]).update(full=False)
+        taken = run_at_once(
+            [lambda r=r: next_task(project=project, reviewer=r) for r in reviewers[:3]]
+        )
+        assert all(t is not None for t in taken), "a reviewer was told the queue is empty"
+        assert len({t.answer_id for t in taken}) == 3
+        assert {t.answer_id for t in taken} <= {a.pk for a in room}
+
+
+def test_the_full_flag_follows_the_holders(crowded_project):
+    from annotate.services import release_task
+
+    project, reviewers = crowded_project
+    first = next_task(project=project, reviewer=reviewers[0])
+    first.answer.refresh_from_db()
+    assert not first.answer.full
+    second = Assignment.objects.create(project=project, answer=first.answer, reviewer=reviewers[1])
+    assert second.pk
+    # a third reviewer is never given it, and the flag is repaired on the way
+    for reviewer in reviewers[2:]:
+        assert next_task(project=project, reviewer=reviewer).answer_id != first.answer_id
+    release_task(assignment=first, reason="not my topic")
+    first.answer.refresh_from_db()
+    assert not first.answer.full

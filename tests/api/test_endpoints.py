@@ -48,7 +48,9 @@ def upload(content: bytes, name: str = "bundle.jsonl") -> SimpleUploadedFile:
 
 
 @pytest.fixture
-def opened(team) -> Project:
+def opened(team, shared_queue_start) -> Project:
+    """Open, every reviewer starting at the queue's start: the spread order begins with an
+    answer of the case that has two (a2-deadline), both of which have claims."""
     return open_labelling(project=team)
 
 

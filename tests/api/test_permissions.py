@@ -48,7 +48,7 @@ def jsonl(rows) -> bytes:
 
 
 @pytest.fixture
-def world(team, reviewer_a, reviewer_b, lead):
+def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
     """The small project, open. Both reviewers' labels of a2-deadline/baseline are imported
     (so a lead has something to adjudicate); bob drafted labels with a note on a task and
     skipped it, which alice then took (her task `mine`); bob is on another task."""
