@@ -383,6 +383,11 @@ def _side_values(pair, side: str, names) -> dict:
     return values
 
 
+def answer_by_task_number(project: Project, task_number: int) -> Answer | None:
+    """A lead's way to an answer: by the task number within their project, variant unloaded."""
+    return Answer.objects.filter(project=project, task_number=task_number).only("pk").first()
+
+
 def adjudication_screen(project: Project, task_number: int) -> AdjudicationScreen | None:
     """One doubly-labelled answer for a lead to adjudicate, variant never loaded."""
     answer = (

@@ -333,10 +333,13 @@ def _parse_choice(row, request) -> tuple[bool, object]:
 
 @project_view(Role.LEAD)
 def adjudicate(request, project, role, number):
+    answer = selectors.answer_by_task_number(project, number)
+    # Freeze the labels first, then read them: a reviewer's reopen cannot slip in between.
+    if answer is None or services.start_adjudication(answer=answer, lead=request.user) is None:
+        raise Http404("Not found")
     screen = selectors.adjudication_screen(project, number)
     if screen is None:
         raise Http404("Not found")
-    services.start_adjudication(answer=screen.answer, lead=request.user)
     error, status = None, 200
     if request.method == "POST":
         decisions = _decisions(screen, request)

@@ -779,6 +779,13 @@ class AdjudicationQueue(ListView, LeadView):
 
 class Adjudication(LeadView):
     def screen(self, number: int):
+        # As on the page: freeze the labels (no reopening) before reading them.
+        answer = selectors.answer_by_task_number(self.project, number)
+        if (
+            answer is None
+            or services.start_adjudication(answer=answer, lead=self.request.user) is None
+        ):
+            raise NotFound()
         screen = selectors.adjudication_screen(self.project, number)
         if screen is None:
             raise NotFound()

@@ -13,6 +13,7 @@ from annotate.models import (
     Abstention,
     AdjudicationLock,
     Answer,
+    Assignment,
     CitationVerdict,
     Claim,
     Decision,
@@ -78,10 +79,22 @@ def _outside_schema(answer: Answer, decisions: list[DecisionInput]) -> list[str]
 
 
 @transaction.atomic
-def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock:
-    """Opening an item for adjudication freezes the reviewers' labels (no more reopening)."""
-    lock, _ = AdjudicationLock.objects.get_or_create(answer=answer, defaults={"started_by": lead})
-    return lock
+def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
+    """Opening an item for adjudication freezes the reviewers' labels (no more reopening).
+
+    Serialised with reopen_task on the answer's row: a reviewer's reopen either commits
+    before (and the answer is no longer doubly labelled, so nothing starts and the caller
+    shows nothing) or waits and is refused. Reading the labels comes after this call, so a
+    lead never sees labels a reviewer then changes. None when the answer does not hold two
+    submitted label sets: a lead opening that URL must not freeze a lone reviewer's task."""
+    Answer.objects.select_for_update().filter(pk=answer.pk).values_list("pk").first()
+    lock = AdjudicationLock.objects.filter(answer=answer).first()
+    if lock is not None:
+        return lock
+    submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED).count()
+    if submitted < 2:
+        return None
+    return AdjudicationLock.objects.create(answer=answer, started_by=lead)
 
 
 @transaction.atomic

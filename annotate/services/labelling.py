@@ -391,6 +391,9 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
     )
     if assignment.status != Assignment.Status.SUBMITTED:
         raise ServiceError("Only a submitted task can be reopened.")
+    # The answer's row serialises a reopen with a lead starting adjudication (see
+    # start_adjudication): one of them goes first, never both.
+    Answer.objects.select_for_update().filter(pk=assignment.answer_id).values_list("pk").first()
     if adjudication_started(assignment.answer):
         # Not "a lead is adjudicating it": that would tell the reviewer that their co-reviewer
         # has submitted, and disagreed.

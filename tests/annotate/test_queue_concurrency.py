@@ -142,3 +142,45 @@ def test_the_full_flag_follows_the_holders(crowded_project):
     release_task(assignment=first, reason="not my topic")
     first.answer.refresh_from_db()
     assert not first.answer.full
+
+
+def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_project):
+    """Issue #15: a reviewer's reopen racing the lead opening adjudication succeeded in 93 of
+    100 tries: the lead read labels the reviewer then changed. Both now take the answer's row
+    lock; the lead reads the labels only after the lock is taken."""
+    from annotate import selectors
+    from annotate.models import AdjudicationLock
+    from annotate.services import ServiceError, reopen_task, start_adjudication
+
+    project, reviewers = crowded_project
+    lead = get_user_model().objects.create(username="lead")
+    answer = project.answers.order_by("task_number").first()
+    a, b = (
+        Assignment.objects.create(project=project, answer=answer, reviewer=r, status="submitted")
+        for r in reviewers[:2]
+    )
+    outcomes = Counter()
+    for _ in range(30):
+        AdjudicationLock.objects.filter(answer=answer).delete()
+        Assignment.objects.filter(pk__in=[a.pk, b.pk]).update(status="submitted")
+
+        def reopen():
+            try:
+                reopen_task(assignment=a)
+            except ServiceError:
+                return "refused"
+            return "reopened"
+
+        def lead_opens():
+            if start_adjudication(answer=answer, lead=lead) is None:
+                return "not doubly labelled"
+            screen = selectors.adjudication_screen(project, answer.task_number)
+            return "read labels" if screen is not None else "nothing to read"
+
+        reopened, read = run_at_once([reopen, lead_opens])
+        outcomes[(reopened, read)] += 1
+        assert (reopened, read) in {
+            ("reopened", "not doubly labelled"),
+            ("refused", "read labels"),
+        }, (reopened, read)
+    assert sum(outcomes.values()) == 30
