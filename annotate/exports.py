@@ -178,6 +178,7 @@ GOLD_CSV_COLUMNS = (
     "doc",
     "label",
     "decided",
+    "label_sets",
     "gold",
     "gold_source",
     "rationale",
@@ -262,17 +263,20 @@ def _hashed(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _gold_answers(project: Project, split: str) -> list[int]:
-    """The answers with two submitted label sets, in answer order, on the judge split asked."""
+def _gold_answers(project: Project, split: str) -> dict[int, int]:
+    """The answers with two submitted label sets or more, in answer order, on the judge split
+    asked, each with its number of label sets."""
     doubly = (
         project.assignments.filter(status="submitted")
         .values("answer_id")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
         .order_by("answer_id")
-        .values_list("answer_id", "answer__case__case_id")
+        .values_list("answer_id", "answer__case__case_id", "n")
     )
-    return [pk for pk, case_id in doubly if split == "all" or gold.judge_split(case_id) == split]
+    return {
+        pk: n for pk, case_id, n in doubly if split == "all" or gold.judge_split(case_id) == split
+    }
 
 
 def gold_rows(
@@ -305,7 +309,8 @@ def gold_rows(
         "project": project.slug,
         "corpus_version": project.corpus_version,
     }
-    answer_ids = _gold_answers(project, chosen.split)
+    label_sets = _gold_answers(project, chosen.split)
+    answer_ids = list(label_sets)
     for start in range(0, len(answer_ids), GOLD_CHUNK):
         chunk = answer_ids[start : start + GOLD_CHUNK]
         answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=chunk)
@@ -335,6 +340,9 @@ def gold_rows(
                 row = {k: v for k, v in common.items() if k != "doc"}
                 row.update(
                     item="answer",
+                    # Gold reads the first two submitted; more (an overlap above 2) are
+                    # counted here, never dropped without a word.
+                    label_sets=label_sets[pair.answer_id],
                     decided=not pair.pending,
                     gold={name: pair.gold.get(name) for name in answer_fields},
                     gold_source=dict(pair.source),
@@ -362,6 +370,7 @@ class GoldCounts:
     claims: Counter = field(default_factory=Counter)
     answers: Counter = field(default_factory=Counter)
     by_split: dict[str, Counter] = field(default_factory=dict)
+    beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
 
 
 def gold_counts(project: Project) -> GoldCounts:
@@ -373,10 +382,11 @@ def gold_counts(project: Project) -> GoldCounts:
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
         .order_by("answer_id")
-        .values_list("answer_id", "answer__case__case_id")
+        .values_list("answer_id", "answer__case__case_id", "n")
     )
-    split_of = {pk: gold.judge_split(case_id) for pk, case_id in answer_ids}
-    pks = [pk for pk, _ in answer_ids]
+    split_of = {pk: gold.judge_split(case_id) for pk, case_id, _ in answer_ids}
+    counts.beyond_two = sum(n > 2 for *_, n in answer_ids)
+    pks = [pk for pk, *_ in answer_ids]
     for start in range(0, len(pks), GOLD_CHUNK):
         answer_pairs, claim_pairs = gold.pairs_for_project(
             project, answer_ids=pks[start : start + GOLD_CHUNK]

@@ -367,3 +367,21 @@ def test_the_gold_page_counts_before_the_download(client, demo, lead):
         reverse("gold_download", kwargs={"slug": demo.slug, "fmt": "jsonl"}), {"item": "x"}
     )
     assert bad.status_code == 400
+
+
+def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead):
+    """Issue #15: a label import during live labelling left answers with three label sets and
+    gold silently dropped the third. With an overlap of 3 that is the design: gold reads the
+    first two, and says how many there are."""
+    from annotate.models import Assignment, Role
+    from annotate.services import add_member
+
+    third = add_member(project=demo, username="carol3", role=Role.REVIEWER).user
+    answer = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline")
+    Assignment.objects.create(project=demo, answer=answer, reviewer=third, status="submitted")
+    rows = {r["answer_id"]: r for r in gold_rows(demo, item="answer")}
+    assert rows["a2-deadline/baseline"]["label_sets"] == 3
+    assert {r["label_sets"] for k, r in rows.items() if k != "a2-deadline/baseline"} == {2}
+    client.login(username=lead.username, password=PASSWORD)
+    page = client.get(reverse("gold", kwargs={"slug": demo.slug})).content.decode()
+    assert "1 answer holds more than two label sets." in page
