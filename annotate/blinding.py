@@ -7,6 +7,11 @@ how well one threshold on it separates each pair of variants: the best balanced 
 "feature <= t means variant A", which is (1 + KS) / 2 with KS the two-sample
 Kolmogorov-Smirnov statistic. 0.5 is chance; 1.0 is a label on every task.
 
+A second test catches what is rare but telling: a feature that shows on a fair share of one
+variant's answers and never on the other's (citation_not_found on the baseline only, say)
+names the variant whenever it shows, however rarely, even though one threshold over all
+answers separates them poorly.
+
 Pure functions; the lead's set-up page reads them through selectors.blinding_check.
 """
 
@@ -22,7 +27,10 @@ from scipy.stats import ks_2samp
 FEATURES = {
     "in_prompt": "the number of passages marked “in prompt”",
     "retrieved": "the number of passages retrieved",
+    "cited_not_retrieved": "passages marked “cited, not retrieved”",
     "claims": "the number of claims",
+    "citations": "the number of citations in the answer",
+    "citation_not_found": "citations marked citation_not_found",
     "length": "the length of the answer",
     "abstained": "whether the answer declines",
 }
@@ -30,6 +38,10 @@ FEATURES = {
 FLAG_AT = 0.75
 # Fewer answers than this per variant say little either way.
 MIN_ANSWERS = 10
+# "Only one variant shows it": on at least this share of that variant's answers (and at least
+# MIN_SHOWN of them), and on none of the other's.
+ONLY_SHARE = 0.1
+MIN_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,10 @@ class Finding:
     n_a: int
     n_b: int
     accuracy: float  # best one-threshold balanced accuracy, 0.5 to 1
+    # Set when the finding is "only `only` shows it": on `shown` of its answers, none of the
+    # other variant's; a reviewer who sees it knows the variant.
+    only: str | None = None
+    shown: int = 0
 
     @property
     def percent(self) -> int:
@@ -71,4 +87,21 @@ def visible_differences(
             accuracy = separability(left, right)
             if accuracy >= flag_at:
                 findings.append(Finding(feature, shows, a, b, len(left), len(right), accuracy))
-    return sorted(findings, key=lambda f: (-f.accuracy, f.a, f.b, f.feature))
+                continue
+            only = _only_one_shows(a, left, b, right)
+            if only is not None:
+                name, shown = only
+                findings.append(
+                    Finding(feature, shows, a, b, len(left), len(right), accuracy, name, shown)
+                )
+    return sorted(findings, key=lambda f: (f.only is not None, -f.accuracy, f.a, f.b, f.feature))
+
+
+def _only_one_shows(a: str, left, b: str, right) -> tuple[str, int] | None:
+    """(variant, answers) when a non-zero value of the feature appears on a fair share of one
+    variant's answers and on none of the other's."""
+    for name, mine, theirs in ((a, left, right), (b, right, left)):
+        shown = sum(1 for v in mine if v)
+        if shown >= max(MIN_SHOWN, ONLY_SHARE * len(mine)) and not any(theirs):
+            return name, shown
+    return None

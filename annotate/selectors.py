@@ -581,7 +581,7 @@ def setup_summary(project: Project) -> dict:
 
 
 def blinding_check(project: Project) -> list[blinding.Finding]:
-    """What on the labelling screen tells the project's variants apart (three queries)."""
+    """What on the labelling screen tells the project's variants apart (four queries)."""
     retrieved = {
         row["answer_id"]: row
         for row in RetrievedPassage.objects.filter(answer__project=project)
@@ -596,6 +596,20 @@ def blinding_check(project: Project) -> list[blinding.Finding]:
         .order_by()
         .values_list("answer_id", "n")
     )
+    retrieved_pairs = RetrievedPassage.objects.filter(
+        answer_id=OuterRef("claim__answer_id"), passage_id=OuterRef("passage_id")
+    )
+    citations = {
+        row["claim__answer_id"]: row
+        for row in Citation.objects.filter(claim__answer__project=project)
+        .values("claim__answer_id")
+        .annotate(
+            n=Count("pk"),
+            not_found=Count("pk", filter=Q(passage__isnull=True)),
+            unretrieved=Count("pk", filter=Q(passage__isnull=False) & ~Q(Exists(retrieved_pairs))),
+        )
+        .order_by()
+    }
     values: dict[str, dict[str, list[float]]] = {}
     for pk, variant, length, abstained in Answer.objects.filter(project=project).values_list(
         "pk", "variant__name", Length("text"), "abstained"
@@ -605,6 +619,11 @@ def blinding_check(project: Project) -> list[blinding.Finding]:
         features["in_prompt"].append(seen.get("in_prompt", 0))
         features["retrieved"].append(seen.get("n", 0))
         features["claims"].append(claims.get(pk, 0))
+        cited = citations.get(pk, {})
+        features["citations"].append(cited.get("n", 0))
+        features["citation_not_found"].append(cited.get("not_found", 0))
+        # Counted per citation, not per distinct passage: close enough to what the screen shows.
+        features["cited_not_retrieved"].append(cited.get("unretrieved", 0))
         features["length"].append(length)
         features["abstained"].append(int(abstained))
     return blinding.visible_differences(values)

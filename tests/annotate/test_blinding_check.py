@@ -49,17 +49,65 @@ def test_visible_differences_flags_only_what_names_the_variant():
 
 
 @pytest.mark.django_db
-def test_the_demo_is_named_by_its_in_prompt_count_on_the_set_up_page(client, lead):
-    """In the demo, baseline puts 3 passages in the prompt in 24 of 30 cases and the verifier
-    always 4: one threshold names the variant 90% of the time."""
+def test_the_demo_passes_its_own_check(client, lead):
+    """Issue #15: the demo's baseline put 3 passages in the prompt in 24 of 30 cases and the
+    verifier always 4 (one threshold named the variant 90% of the time), and only the baseline
+    cited ids that resolve to nothing. fixtures/make_demo.py now moves irrelevant passages in
+    and out of the prompt and lets both variants cite missing ids; nothing is flagged."""
     project = import_fixture("demo.jsonl", "demo")
-    [finding] = blinding_check(project)
-    assert (finding.feature, finding.percent, finding.n_a, finding.n_b) == ("in_prompt", 90, 30, 30)
+    assert blinding_check(project) == []
     add_member(project=project, username=lead.username, role=Role.LEAD)
     client.login(username=lead.username, password=PASSWORD)
     page = client.get(reverse("project_setup", kwargs={"slug": project.slug})).content.decode()
     assert "Blinding check" in page
-    assert "reviewers can tell them apart by the number of passages marked “in prompt”" in page
+    assert "No single feature of the labelling screen tells the variants apart" in page
+
+
+@pytest.mark.django_db
+def test_the_check_names_the_in_prompt_fingerprint_and_a_rare_but_telling_one(client, lead):
+    """The demo as it was: the verifier's four passages in the prompt, and citation_not_found
+    on the baseline's answers only."""
+    import json
+
+    from annotate.services import import_bundle
+    from tests.conftest import FIXTURES
+
+    rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row.get("type") != "answer":
+            continue
+        if row["variant"] == "verifier":
+            for r in row["retrieved"][:4]:
+                r["in_prompt"] = True
+            for claim in row["claims"]:
+                claim["citations"] = [
+                    c for c in claim["citations"] if not c.endswith(("p7", "p9", "-99"))
+                ]
+        else:
+            for r in row["retrieved"]:
+                r["in_prompt"] = r["rank"] <= 3
+    project = import_bundle(lines=[json.dumps(r) for r in rows], project_slug="old").project
+    findings = {f.feature: f for f in blinding_check(project)}
+    assert findings["in_prompt"].percent == 100 and findings["in_prompt"].only is None
+    cited = findings["citation_not_found"]
+    assert (cited.only, cited.shown, cited.n_a, cited.n_b) == ("baseline", 4, 30, 30)
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    client.login(username=lead.username, password=PASSWORD)
+    page = client.get(reverse("project_setup", kwargs={"slug": project.slug})).content.decode()
+    assert "citations marked citation_not_found appear on 4 of baseline's answers" in page
+
+
+def test_a_feature_only_one_variant_shows_is_flagged_however_rare():
+    same = {key: [1, 2, 3, 4, 5] * 4 for key in FEATURES}
+    values = {
+        "a": {**same, "citation_not_found": [1, 1, 1] + [0] * 17},
+        "b": {**same, "citation_not_found": [0] * 20},
+    }
+    [finding] = visible_differences(values)
+    assert (finding.feature, finding.only, finding.shown) == ("citation_not_found", "a", 3)
+    assert finding.percent < 75  # one threshold alone would not have caught it
+    values["b"]["citation_not_found"][0] = 1
+    assert visible_differences(values) == []
 
 
 @pytest.mark.django_db

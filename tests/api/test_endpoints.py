@@ -585,7 +585,7 @@ def test_the_docs_assets_are_among_the_static_files():
 
 
 def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api(
-    team, lead, reviewer_a
+    team, lead, reviewer_a, shared_queue_start
 ):
     from annotate.services import open_labelling
 
