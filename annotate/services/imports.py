@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from annotate import bulk
+from annotate import bulk, safe_json
 from annotate.bundles import (
     AnswerRecord,
     Bundle,
@@ -58,7 +59,7 @@ class ImportResult:
 def _existing(project: Project | None) -> dict[str, dict]:
     """Id -> (pk, content_hash) for what the project already holds."""
     if project is None:
-        return {k: {} for k in ("passage", "variant", "case", "answer", "judgment")}
+        return {k: {} for k in ("passage", "variant", "case", "answer", "judgment", "sample")}
     return {
         "passage": {
             pid: (pk, h, text)
@@ -75,6 +76,14 @@ def _existing(project: Project | None) -> dict[str, dict]:
         "answer": {
             a: (pk, h)
             for pk, a, h in project.answers.values_list("pk", "answer_id", "content_hash")
+        },
+        # The database's unique (case, variant, sample), mirrored so that a new answer id for
+        # a generation the project already holds is a line error, not an IntegrityError.
+        "sample": {
+            (c, v, s): a
+            for a, c, v, s in project.answers.values_list(
+                "answer_id", "case__case_id", "variant__name", "sample"
+            )
         },
         "judgment": {
             (c, p): (pk, g)
@@ -104,6 +113,8 @@ def import_bundle(
     """Import a bundle into a project, creating the project if needed. All or nothing:
     raises BundleInvalid with every problem found and writes nothing."""
     project = Project.objects.filter(slug=project_slug).first()
+    if project is None:
+        _check_new_project(project_slug, name)
     existing = _existing(project)
     bundle = parse_bundle(
         lines,
@@ -132,6 +143,27 @@ def import_bundle(
         _write(project, bundle, existing, plan, result, progress)
     bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
     return result
+
+
+def _check_new_project(slug: str, name: str | None) -> None:
+    """The new project's slug and name, as their columns and URLs take them (the API's
+    serializers check the same; a script calling the command does not pass through them)."""
+    problems = []
+    slug_field = Project._meta.get_field("slug")
+    if not isinstance(slug, str) or not _SLUG.fullmatch(slug):
+        problems.append("the project slug may hold only letters, digits, hyphens and underscores")
+    elif len(slug) > slug_field.max_length:
+        problems.append(f"the project slug is longer than {slug_field.max_length} characters")
+    name_limit = Project._meta.get_field("name").max_length
+    if name is not None and len(name) > name_limit:
+        problems.append(f"the project name is longer than {name_limit} characters")
+    elif name is not None and safe_json.text_problem(name):
+        problems.append(f"the project name: {safe_json.text_problem(name)}")
+    if problems:
+        raise BundleInvalid([BundleError(0, p) for p in problems])
+
+
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
 
 
 @dataclass
@@ -193,6 +225,7 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
                 )
             else:
                 plan.changed[kind].append(record)
+    errors += _taken_samples(plan, existing)
     plan.new["judgment"], plan.changed["judgment"] = [], []
     for key, record in bundle.judgments.items():
         known = existing["judgment"].get(key)
@@ -223,6 +256,28 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
     if errors:
         raise BundleInvalid(errors)
     return plan
+
+
+def _taken_samples(plan: _Plan, existing) -> list[BundleError]:
+    """A (case, variant, sample) is one generation and has one answer id. The bundle's own
+    duplicates were found by the parser; here, those held by answers already in the project
+    (less the ones this import replaces, whose old key is freed)."""
+    replaced = {record.answer_id for record in plan.changed["answer"]}
+    held = {key: aid for key, aid in existing["sample"].items() if aid not in replaced}
+    errors = []
+    for record in plan.new["answer"] + plan.changed["answer"]:
+        other = held.get((record.case_id, record.variant, record.sample))
+        if other is not None and other != record.answer_id:
+            errors.append(
+                BundleError(
+                    record.line,
+                    f"case '{record.case_id}', variant '{record.variant}', sample "
+                    f"{record.sample} is already answered by '{other}' in this project (one "
+                    f"generation, one answer_id): give this answer another sample number, or "
+                    f"the answer_id '{other}'",
+                )
+            )
+    return errors
 
 
 def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult, progress):
