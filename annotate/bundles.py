@@ -83,8 +83,10 @@ def quote_occurs(quote: str, passage_text: str) -> bool:
 
 
 def canonical_number(value: int | float | None) -> int | float | None:
-    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree."""
-    if isinstance(value, float) and value.is_integer():
+    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree.
+    Only where a float holds every integer exactly (below 2^53): 1e19 written as the integer
+    10000000000000000000 would be a number no import reads back (beyond a 64-bit integer)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
@@ -94,10 +96,20 @@ def content_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha1(encoded.encode("utf-8")).hexdigest()
 
 
+MAX_MESSAGE = 1_000
+
+
 @dataclass(frozen=True, slots=True)
 class BundleError:
     line: int
     message: str
+
+    def __post_init__(self) -> None:
+        # A message that quotes a value ("unknown answer_id '...'") is cut short, whichever
+        # importer wrote it: the value may be 200,000 characters, and every error is listed.
+        if len(self.message) > MAX_MESSAGE:
+            cut = f"{self.message[: MAX_MESSAGE - 40]}… ({len(self.message):,} characters)"
+            object.__setattr__(self, "message", cut)
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}" if self.line else self.message
@@ -381,7 +393,7 @@ class _Line:
         if minimum is not None and value < minimum:
             self.error(f"'{key}' must be ≥ {minimum}, got {value}")
         elif maximum is not None and value > maximum:
-            self.error(f"'{key}' must be at most {maximum:g}, got {value:g}")
+            self.error(f"'{key}' must be at most {_figure(maximum)}, got {_figure(value)}")
         return value
 
     def string_list(
@@ -514,6 +526,13 @@ def _belongs(kind: str, key: str, obj: Mapping[str, Any]) -> str:
         )
         return f": '{key}' belongs on a variant line, e.g. {_short(example, 120, keep_ws=True)}"
     return f": '{key}' belongs on a {' or '.join(homes)} line"
+
+
+def _figure(value: float) -> str:
+    """A figure as a lead would write it: 1,000,000,000, or 1000000000.5, or 1e+300."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else repr(value)
 
 
 def too_long(key: str, value: str, limit: int) -> str:

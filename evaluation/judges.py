@@ -221,6 +221,9 @@ def _parse_verdict(
         )
     raw = _string(number, obj, "raw", errors, required=False, max_length=MAX_RAW)
     answer_id = _string(number, obj, "answer_id", errors, required=True, max_length=MAX_ID)
+    if isinstance(obj.get("answer_id"), str) and not obj["answer_id"]:
+        # Looked up only when given: an empty one reached the import as an unknown answer.
+        errors.append(BundleError(number, "'answer_id' must not be empty"))
     index, index_refused = obj.get("claim_index"), False
     if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
         errors.append(

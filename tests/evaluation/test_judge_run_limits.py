@@ -144,3 +144,10 @@ def test_a_file_name_with_control_characters_is_stored_without_them(project):
 def test_a_verdict_line_with_a_bool_claim_index_is_an_import_error(project):
     errors = refused(project, run_file(verdict(claim_index=True, label="supported")))
     assert errors == ["line 2: 'claim_index' must be an integer, got a boolean"]
+
+
+def test_an_empty_answer_id_is_a_line_error(project):
+    # Found by the fuzzer: "" skipped the lookup and reached the import, a KeyError (a 500).
+    assert refused(project, run_file(supported(answer_id=""))) == [
+        "line 2: 'answer_id' must not be empty"
+    ]
