@@ -130,3 +130,11 @@ class ClaimLabelAdmin(admin.ModelAdmin):
 class LabelRevisionAdmin(admin.ModelAdmin):
     list_display = ["assignment", "number", "source", "created_at"]
     raw_id_fields = ["assignment"]
+
+
+@admin.register(models.AnswerCorrection)
+class AnswerCorrectionAdmin(admin.ModelAdmin):
+    list_display = ["answer", "labelled", "corrected_at"]
+    list_filter = ["labelled"]
+    raw_id_fields = ["answer"]
+    readonly_fields = ["answer", "changes", "labelled", "corrected_at"]

@@ -18,11 +18,33 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotate import safe_json
 from annotate.claims import strip_markers
 from annotate.schema import LabelSchema, SchemaInvalid
 
 SPLITS = ("dev", "heldout")
 PROGRESS_EVERY = 5000
+# A line longer than this is refused before it is parsed. The per-field limits below are what
+# a lead meets; this one only keeps a pathological line from costing minutes to parse.
+MAX_LINE = 5_000_000
+
+# Limits (docs/bundle-format.md, "Limits"). Ids, names and labels are held by columns of a
+# fixed width; longer texts by columns without one, bounded at sizes no real item reaches so
+# that one line cannot fill a page or a database. Counts of list items are bounded for the same
+# reason, and where a list's position is stored in a small integer column.
+MAX_ID = 255  # passage_id, case_id, answer_id; the passage ids an item names or cites
+MAX_NAME = 200  # a variant's name, the bundle's name and corpus_version
+MAX_LABEL = 255  # document, location, title, model; tags, checked documents
+MAX_TEXT = 200_000  # a passage's or an answer's text, a case's reference answer
+MAX_SHORT_TEXT = 20_000  # a question, a fact, a forbidden claim, a quote, a description
+MAX_ITEMS = 10_000  # items of a list: retrieved passages, claims, facts, tags ...
+MAX_EVIDENCE = 1_000  # evidence entries of a case
+MAX_CITATIONS = 1_000  # passages one claim cites
+MAX_INT32 = 2**31 - 1  # `sample` and `rank` (integer columns)
+# Retrieval metrics use the exponential gain 2^grade - 1; real scales are 0-3 or 0-4.
+MAX_GRADE = 100
+MAX_ELAPSED_MS = 1e12  # about 31 years
+MAX_REQUEST_COST = 1e9
 
 FIELDS: dict[str, tuple[set[str], set[str]]] = {
     # type: (required fields, optional fields)
@@ -61,8 +83,10 @@ def quote_occurs(quote: str, passage_text: str) -> bool:
 
 
 def canonical_number(value: int | float | None) -> int | float | None:
-    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree."""
-    if isinstance(value, float) and value.is_integer():
+    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree.
+    Only where a float holds every integer exactly (below 2^53): 1e19 written as the integer
+    10000000000000000000 would be a number no import reads back (beyond a 64-bit integer)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
@@ -72,6 +96,9 @@ def content_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha1(encoded.encode("utf-8")).hexdigest()
 
 
+MAX_MESSAGE = 1_000
+
+
 @dataclass(frozen=True, slots=True)
 class BundleError:
     line: int
@@ -79,6 +106,13 @@ class BundleError:
     # "row" for CSV files, whose records a spreadsheet numbers (header = row 1) and whose
     # quoted cells may span several lines of text.
     unit: str = "line"
+
+    def __post_init__(self) -> None:
+        # A message that quotes a value ("unknown answer_id '...'") is cut short, whichever
+        # importer wrote it: the value may be 200,000 characters, and every error is listed.
+        if len(self.message) > MAX_MESSAGE:
+            cut = f"{self.message[: MAX_MESSAGE - 40]}… ({len(self.message):,} characters)"
+            object.__setattr__(self, "message", cut)
 
     def __str__(self) -> str:
         return f"{self.unit} {self.line}: {self.message}" if self.line else self.message
@@ -308,7 +342,9 @@ class _Line:
             return False, default
         return True, self.obj[key]
 
-    def string(self, key: str, *, required: bool = False, nonempty: bool = False) -> str:
+    def string(
+        self, key: str, *, max_length: int, required: bool = False, nonempty: bool = False
+    ) -> str:
         present, value = self._get(key, required, "")
         if not present:
             return ""
@@ -317,6 +353,9 @@ class _Line:
             return ""
         if (required or nonempty) and not value.strip():
             self.error(f"'{key}' must not be empty")
+        if len(value) > max_length:
+            self.error(too_long(key, value, max_length))
+            return ""
         return value
 
     def boolean(self, key: str, *, required: bool = False, default: bool = False) -> bool:
@@ -326,7 +365,15 @@ class _Line:
             return default
         return value
 
-    def integer(self, key: str, *, required: bool = False, default: int = 0, minimum=None) -> int:
+    def integer(
+        self,
+        key: str,
+        *,
+        maximum: int,
+        required: bool = False,
+        default: int = 0,
+        minimum: int | None = None,
+    ) -> int:
         present, value = self._get(key, required, default)
         if not present:
             return default
@@ -335,9 +382,14 @@ class _Line:
             return default
         if minimum is not None and value < minimum:
             self.error(f"'{key}' must be ≥ {minimum}, got {value}")
+        elif value > maximum:
+            self.error(f"'{key}' must be at most {maximum:,}, got {value:,}")
         return value
 
-    def number(self, key: str, *, minimum: float | None = None) -> float | None:
+    def number(
+        self, key: str, *, minimum: float | None = None, maximum: float | None = None
+    ) -> float | None:
+        """A finite number (JsonLines refused NaN, Infinity and overflow already)."""
         present, value = self._get(key, False, None)
         if not present:
             return None
@@ -346,9 +398,19 @@ class _Line:
             return None
         if minimum is not None and value < minimum:
             self.error(f"'{key}' must be ≥ {minimum}, got {value}")
+        elif maximum is not None and value > maximum:
+            self.error(f"'{key}' must be at most {_figure(maximum)}, got {_figure(value)}")
         return value
 
-    def string_list(self, key: str, *, required: bool = False, min_items: int = 0) -> list[str]:
+    def string_list(
+        self,
+        key: str,
+        *,
+        max_length: int,
+        max_items: int = MAX_ITEMS,
+        required: bool = False,
+        min_items: int = 0,
+    ) -> list[str]:
         present, value = self._get(key, required, [])
         if not present:
             return []
@@ -357,14 +419,24 @@ class _Line:
             return []
         if len(value) < min_items:
             self.error(f"'{key}' needs at least {min_items} item(s)")
+        if len(value) > max_items:
+            self.error(f"'{key}' has {len(value):,} items; at most {max_items:,} are allowed")
+            return []
+        for i, item in enumerate(value):
+            if len(item) > max_length:
+                self.error(too_long(f"{key}[{i}]", item, max_length))
+                return []
         return value
 
-    def object_list(self, key: str) -> list[dict[str, Any]]:
+    def object_list(self, key: str, *, max_items: int = MAX_ITEMS) -> list[dict[str, Any]]:
         present, value = self._get(key, False, [])
         if not present:
             return []
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             self.error(f"'{key}' must be a list of objects")
+            return []
+        if len(value) > max_items:
+            self.error(f"'{key}' has {len(value):,} items; at most {max_items:,} are allowed")
             return []
         return value
 
@@ -380,9 +452,12 @@ class _Line:
 
 
 class JsonLines:
-    """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON or
-    not an object become errors (numbered like the file, blank lines counted but skipped), so
-    every importer reports them the same way and keeps going to find the rest."""
+    """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON,
+    not an object, or that carry what no field may hold (annotate.safe_json: NaN, numbers out
+    of range, nesting deeper than 32 levels, control characters, lone surrogates, a key given
+    twice), become errors numbered like the file -- blank lines counted but skipped -- so
+    every importer reports them the same way, never stores them, and keeps going to find the
+    rest."""
 
     def __init__(
         self,
@@ -407,10 +482,20 @@ class JsonLines:
                         BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
                     )
                     continue
+            if number == 1:
+                raw = raw.removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write
             if not raw.strip():
                 continue
+            if len(raw) > MAX_LINE:
+                self.errors.append(
+                    BundleError(
+                        number,
+                        f"the line is {len(raw):,} characters long; at most {MAX_LINE:,} are read",
+                    )
+                )
+                continue
             try:
-                obj = json.loads(raw)
+                obj = safe_json.loads(raw)
             except json.JSONDecodeError as exc:
                 self.errors.append(
                     BundleError(
@@ -419,6 +504,13 @@ class JsonLines:
                         f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})",
                     )
                 )
+                continue
+            except safe_json.UnsafeJSON as exc:
+                self.errors.extend(BundleError(number, p.text()) for p in exc.problems)
+                if exc.more:
+                    self.errors.append(
+                        BundleError(number, f"{exc.more} more problem(s) of these kinds")
+                    )
                 continue
             if not isinstance(obj, dict):
                 self.errors.append(
@@ -440,6 +532,18 @@ def _belongs(kind: str, key: str, obj: Mapping[str, Any]) -> str:
         )
         return f": '{key}' belongs on a variant line, e.g. {_short(example, 120, keep_ws=True)}"
     return f": '{key}' belongs on a {' or '.join(homes)} line"
+
+
+def _figure(value: float) -> str:
+    """A figure as a lead would write it: 1,000,000,000, or 1000000000.5, or 1e+300."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else repr(value)
+
+
+def too_long(key: str, value: str, limit: int) -> str:
+    """Without echoing the value: it is the part of the line nobody wants to read again."""
+    return f"'{key}' is {len(value):,} characters long; at most {limit:,} are allowed"
 
 
 def kind_of(value: Any) -> str:
@@ -469,12 +573,18 @@ def parse_bundle(
     bundle = Bundle()
     case_versions: list[tuple[int, str]] = []
     seen_content = False
+    version_refused = False  # the header has one, refused: not also "no corpus_version"
     reader = JsonLines(lines, errors, progress=progress)
     for number, obj in reader:
         kind = obj.get("type")
-        if kind not in FIELDS:
+        if not isinstance(kind, str) or kind not in FIELDS:
             known = ", ".join(sorted(FIELDS))
-            got = "no 'type'" if kind is None else f"type {kind!r}"
+            if kind is None:
+                got = "no 'type'"
+            elif isinstance(kind, str):
+                got = f"type {_short(kind, 40)}"
+            else:
+                got = f"'type' is {kind_of(kind)}"
             errors.append(BundleError(number, f"{got}: each line needs a type, one of {known}"))
             continue
         line = _Line(number, obj, errors)
@@ -482,9 +592,12 @@ def parse_bundle(
         if kind == "bundle":
             if seen_content or bundle.corpus_version is not None:
                 line.error("the bundle header must be the first line")
-            bundle.corpus_version = line.string("corpus_version", required=True) or None
-            bundle.name = line.string("name") or None
-            if line.obj.get("label_schema") is not None:
+            bundle.corpus_version = (
+                line.string("corpus_version", required=True, max_length=MAX_NAME) or None
+            )
+            version_refused = bundle.corpus_version is None and "corpus_version" in obj
+            bundle.name = line.string("name", max_length=MAX_NAME) or None
+            if _schema_shape_ok(line):
                 try:
                     bundle.label_schema = LabelSchema.parse(line.obj["label_schema"])
                 except SchemaInvalid as exc:
@@ -508,21 +621,37 @@ def parse_bundle(
     if progress:
         progress(reader.count)
 
-    _check_versions(bundle, corpus_version, case_versions, errors)
+    _check_versions(bundle, corpus_version, case_versions, errors, refused=version_refused)
     _check_references(bundle, known_passages, known_cases, errors)
     if errors:
         raise BundleInvalid(errors)
     return bundle
 
 
+def _schema_shape_ok(line: _Line) -> bool:
+    """Whether the header's label_schema can be handed to LabelSchema.parse, which reports
+    every problem of a schema but looks `support` up by value: a list or an object there
+    cannot be looked up at all."""
+    value = line.obj.get("label_schema")
+    if value is None:
+        return False
+    if isinstance(value, dict) and not isinstance(value.get("support", ""), str):
+        line.error(
+            "label_schema 'support' must be a string such as 'three_way' or 'binary', got "
+            f"{kind_of(value['support'])}"
+        )
+        return False
+    return True
+
+
 def _parse_passage(line: _Line, bundle: Bundle) -> None:
     record = PassageRecord(
         line=line.lineno,
-        passage_id=line.string("passage_id", required=True),
-        text=line.string("text", required=True),
-        document=line.string("document"),
-        location=line.string("location"),
-        title=line.string("title"),
+        passage_id=line.string("passage_id", required=True, max_length=MAX_ID),
+        text=line.string("text", required=True, max_length=MAX_TEXT),
+        document=line.string("document", max_length=MAX_LABEL),
+        location=line.string("location", max_length=MAX_LABEL),
+        title=line.string("title", max_length=MAX_LABEL),
     )
     if record.passage_id in bundle.passages:
         first = bundle.passages[record.passage_id].line
@@ -538,9 +667,9 @@ def _parse_variant(line: _Line, bundle: Bundle) -> None:
         settings = {}
     record = VariantRecord(
         line=line.lineno,
-        name=line.string("name", required=True),
-        description=line.string("description"),
-        model=line.string("model"),
+        name=line.string("name", required=True, max_length=MAX_NAME),
+        description=line.string("description", max_length=MAX_SHORT_TEXT),
+        model=line.string("model", max_length=MAX_LABEL),
         settings=settings,
     )
     if record.name in bundle.variants:
@@ -553,29 +682,29 @@ def _parse_variant(line: _Line, bundle: Bundle) -> None:
 def _parse_case(line: _Line, bundle: Bundle) -> str:
     record = CaseRecord(
         line=line.lineno,
-        case_id=line.string("case_id", required=True),
-        question=line.string("question", required=True),
+        case_id=line.string("case_id", required=True, max_length=MAX_ID),
+        question=line.string("question", required=True, max_length=MAX_SHORT_TEXT),
         answerable=line.boolean("answerable", required=True),
         adversarial=line.boolean("adversarial", required=True),
-        required_facts=line.string_list("required_facts"),
-        reference=line.string("reference"),
-        forbidden_claims=line.string_list("forbidden_claims"),
-        split=line.string("split") or "dev",
-        checked_documents=line.string_list("checked_documents"),
-        tags=line.string_list("tags"),
+        required_facts=line.string_list("required_facts", max_length=MAX_SHORT_TEXT),
+        reference=line.string("reference", max_length=MAX_TEXT),
+        forbidden_claims=line.string_list("forbidden_claims", max_length=MAX_SHORT_TEXT),
+        split=line.string("split", max_length=MAX_LABEL) or "dev",
+        checked_documents=line.string_list("checked_documents", max_length=MAX_LABEL),
+        tags=line.string_list("tags", max_length=MAX_LABEL),
     )
     if record.split not in SPLITS:
         line.error(f"'split' must be one of {', '.join(SPLITS)}, got {record.split!r}")
-    for i, item in enumerate(line.object_list("evidence")):
+    for i, item in enumerate(line.object_list("evidence", max_items=MAX_EVIDENCE)):
         sub = _Line(line.lineno, item, line.errors, where=f"evidence[{i}]: ")
         unknown = set(item) - {"passage_id", "quote", "location"}
         for key in sorted(unknown):
             sub.error(f"unknown field '{key}' (allowed: location, passage_id, quote)")
         record.evidence.append(
             EvidenceRecord(
-                passage_id=sub.string("passage_id", required=True),
-                quote=sub.string("quote", required=True),
-                location=sub.string("location"),
+                passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
+                quote=sub.string("quote", required=True, max_length=MAX_SHORT_TEXT),
+                location=sub.string("location", max_length=MAX_LABEL),
             )
         )
     if record.case_id in bundle.cases:
@@ -583,21 +712,21 @@ def _parse_case(line: _Line, bundle: Bundle) -> str:
         line.error(f"duplicate case_id '{record.case_id}' (first on line {first})")
     elif record.case_id:
         bundle.cases[record.case_id] = record
-    return line.string("corpus_version")
+    return line.string("corpus_version", max_length=MAX_NAME)
 
 
 def _parse_answer(line: _Line, bundle: Bundle) -> None:
-    text = line.string("text", required=True)
+    text = line.string("text", required=True, max_length=MAX_TEXT)
     record = AnswerRecord(
         line=line.lineno,
-        answer_id=line.string("answer_id", required=True),
-        case_id=line.string("case_id", required=True),
-        variant=line.string("variant", required=True),
+        answer_id=line.string("answer_id", required=True, max_length=MAX_ID),
+        case_id=line.string("case_id", required=True, max_length=MAX_ID),
+        variant=line.string("variant", required=True, max_length=MAX_NAME),
         text=text,
-        sample=line.integer("sample", minimum=0),
+        sample=line.integer("sample", minimum=0, maximum=MAX_INT32),
         abstained=line.boolean("abstained"),
-        elapsed_ms=line.number("elapsed_ms", minimum=0),
-        request_cost=line.number("request_cost", minimum=0),
+        elapsed_ms=line.number("elapsed_ms", minimum=0, maximum=MAX_ELAPSED_MS),
+        request_cost=line.number("request_cost", minimum=0, maximum=MAX_REQUEST_COST),
     )
     ranks: set[int] = set()
     retrieved_ids: set[str] = set()
@@ -606,8 +735,8 @@ def _parse_answer(line: _Line, bundle: Bundle) -> None:
         for key in sorted(set(item) - {"passage_id", "rank", "score", "in_prompt"}):
             sub.error(f"unknown field '{key}' (allowed: in_prompt, passage_id, rank, score)")
         entry = RetrievedRecord(
-            passage_id=sub.string("passage_id", required=True),
-            rank=sub.integer("rank", required=True, minimum=1),
+            passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
+            rank=sub.integer("rank", required=True, minimum=1, maximum=MAX_INT32),
             score=sub.number("score"),
             in_prompt=sub.boolean("in_prompt"),
         )
@@ -620,7 +749,10 @@ def _parse_answer(line: _Line, bundle: Bundle) -> None:
         record.retrieved.append(entry)
     record.retrieved.sort(key=lambda r: r.rank)
     if "claims" in line.obj and line.obj["claims"] is not None:
-        record.claims = _parse_claims(line, text)
+        # Spans of a text refused for its length would only be refused again, misleadingly.
+        raw_text = line.obj.get("text")
+        too_long_text = isinstance(raw_text, str) and len(raw_text) > MAX_TEXT
+        record.claims = [] if too_long_text else _parse_claims(line, text)
     if record.answer_id in bundle.answers:
         first = bundle.answers[record.answer_id].line
         line.error(f"duplicate answer_id '{record.answer_id}' (first on line {first})")
@@ -631,15 +763,19 @@ def _parse_answer(line: _Line, bundle: Bundle) -> None:
 def _parse_claims(line: _Line, text: str) -> list[ClaimRecord]:
     claims: list[ClaimRecord] = []
     previous_end = 0
-    for i, item in enumerate(line.object_list("claims")):
+    for i, item in enumerate(line.object_list("claims")):  # spans bound them by the text
         sub = _Line(line.lineno, item, line.errors, where=f"claims[{i}]: ")
         for key in sorted(set(item) - {"text", "start", "end", "citations"}):
             sub.error(f"unknown field '{key}' (allowed: citations, end, start, text)")
         claim = ClaimRecord(
-            text=sub.string("text", required=True),
-            start=sub.integer("start", required=True, minimum=0),
-            end=sub.integer("end", required=True, minimum=0),
-            citations=tuple(dict.fromkeys(sub.string_list("citations"))),
+            text=sub.string("text", required=True, max_length=MAX_TEXT),
+            start=sub.integer("start", required=True, minimum=0, maximum=MAX_TEXT),
+            end=sub.integer("end", required=True, minimum=0, maximum=MAX_TEXT),
+            citations=tuple(
+                dict.fromkeys(
+                    sub.string_list("citations", max_length=MAX_ID, max_items=MAX_CITATIONS)
+                )
+            ),
         )
         if claim.end <= claim.start:
             sub.error(f"span [{claim.start}, {claim.end}) is empty or reversed")
@@ -691,9 +827,9 @@ def _span_mismatch(claim: ClaimRecord, text: str) -> str:
 def _parse_judgment(line: _Line, bundle: Bundle) -> None:
     record = JudgmentRecord(
         line=line.lineno,
-        case_id=line.string("case_id", required=True),
-        passage_id=line.string("passage_id", required=True),
-        grade=line.integer("grade", required=True, minimum=0),
+        case_id=line.string("case_id", required=True, max_length=MAX_ID),
+        passage_id=line.string("passage_id", required=True, max_length=MAX_ID),
+        grade=line.integer("grade", required=True, minimum=0, maximum=MAX_GRADE),
     )
     key = (record.case_id, record.passage_id)
     if key in bundle.judgments:
@@ -711,6 +847,8 @@ def _check_versions(
     project_version: str | None,
     case_versions: list[tuple[int, str]],
     errors: list[BundleError],
+    *,
+    refused: bool = False,
 ) -> None:
     if project_version and bundle.corpus_version and bundle.corpus_version != project_version:
         errors.append(
@@ -733,7 +871,7 @@ def _check_versions(
                     f"{'project' if project_version else 'bundle'}'s '{expected}'",
                 )
             )
-    if expected is None:
+    if expected is None and not refused:
         errors.append(
             BundleError(
                 1,

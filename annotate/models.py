@@ -220,6 +220,24 @@ class Answer(models.Model):
         return self.answer_id
 
 
+class AnswerCorrection(models.Model):
+    """What a `replace` re-import corrected in an answer in place: fields no reviewer sees
+    (latency, cost, retrieval scores), which may change even after labelling, since no label
+    depends on them. `changes` maps each field to {"old": ..., "new": ...}; an old value that
+    JSON cannot hold (NaN, from before imports refused it) is kept as its text."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="corrections")
+    changes = models.JSONField()
+    labelled = models.BooleanField(help_text="Whether reviewers had labelled the answer.")
+    corrected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["answer_id", "corrected_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"correction of {self.answer_id}: {', '.join(self.changes)}"
+
+
 class RetrievedPassage(models.Model):
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="retrieved")
     passage = models.ForeignKey(Passage, on_delete=models.CASCADE, related_name="+")

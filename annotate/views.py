@@ -324,7 +324,9 @@ def _parse_choice(row, request) -> tuple[bool, object]:
     if choice == "other":
         raw = request.POST.get(f"o-{row.key}", "")
         if row.name == "relevance":
-            return True, int(raw) if raw.isdigit() else raw
+            # Only ASCII digits: "²".isdigit() is true, and int("²") raises. Anything else
+            # stays a string for the service to refuse with a message.
+            return True, int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else raw
         if row.name == "requires_evidence":
             return True, {"True": True, "False": False}.get(raw, raw)
         return True, raw
@@ -343,14 +345,17 @@ def adjudicate(request, project, role, number):
     error, status = None, 200
     if request.method == "POST":
         decisions = _decisions(screen, request)
-        if not decisions and screen.pending:
+        version = request.POST.get("version", "")
+        if not (version.isascii() and version.isdigit() and len(version) < 10):
+            error, status = STALE_FORM, 400
+        elif not decisions and screen.pending:
             error, status = NOTHING_CHOSEN, 400
         else:
             try:
                 services.adjudicate(
                     answer=screen.answer,
                     lead=request.user,
-                    version=int(request.POST.get("version", -1)),
+                    version=int(version),
                     decisions=decisions,
                     rationale=request.POST.get("rationale", ""),
                 )
@@ -380,6 +385,7 @@ def adjudicate(request, project, role, number):
     )
 
 
+STALE_FORM = "This form is incomplete or out of date: reload the page and choose again."
 NOTHING_CHOSEN = (
     "Nothing was chosen: pick the gold value of at least one disagreement, or go back to the "
     "queue to leave this task for later."

@@ -23,7 +23,18 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate.bundles import BundleError, BundleInvalid, JsonLines, kind_of, quote_occurs
+from annotate import safe_json
+from annotate.bundles import (
+    MAX_ID,
+    MAX_SHORT_TEXT,
+    MAX_TEXT,
+    BundleError,
+    BundleInvalid,
+    JsonLines,
+    kind_of,
+    quote_occurs,
+    too_long,
+)
 from annotate.models import Answer, Claim, Passage, Project, Variant
 from annotate.schema import SCALES, UNSUPPORTED
 from evaluation.agreement import RELEVANCE
@@ -40,6 +51,13 @@ VERDICT_FIELDS = (
 )
 STATUSES = tuple(Verdict.Status.values)
 BATCH = 1000
+# Limits (docs/judge-runs.md): the name and model as their columns hold them; a prompt or a
+# raw response as long as an answer may be; a quote as long as a reviewer's may be.
+MAX_RUN_NAME = JudgeRun._meta.get_field("name").max_length
+MAX_MODEL = JudgeRun._meta.get_field("model").max_length
+MAX_PROMPT = MAX_RAW = MAX_TEXT
+MAX_QUOTE = MAX_SHORT_TEXT
+MAX_EVIDENCE_IDS = 1_000
 
 
 @dataclass(slots=True)
@@ -110,7 +128,9 @@ def parse_judge_run(
             run = _parse_run(number, obj, errors, name)
         elif kind == "verdict":
             if run is None and not missing_run_reported:
-                errors.append(BundleError(number, "the run line (type 'run') must come first"))
+                # Unless an earlier line was refused unread: that may well be the run line.
+                if not any(error.line < number for error in errors):
+                    errors.append(BundleError(number, "the run line (type 'run') must come first"))
                 missing_run_reported = True
             record = _parse_verdict(number, obj, errors, claim_counts)
             if record is None:
@@ -141,7 +161,9 @@ def parse_judge_run(
     return ParsedRun(run=run, verdicts=verdicts)
 
 
-def _string(number: int, obj: dict, key: str, errors: list[BundleError], *, required: bool):
+def _string(
+    number: int, obj: dict, key: str, errors: list[BundleError], *, required: bool, max_length: int
+):
     value = obj.get(key)
     if value is None:
         if required:
@@ -150,23 +172,28 @@ def _string(number: int, obj: dict, key: str, errors: list[BundleError], *, requ
     if not isinstance(value, str):
         errors.append(BundleError(number, f"'{key}' must be a string, got {kind_of(value)}"))
         return ""
+    if len(value) > max_length:
+        errors.append(BundleError(number, too_long(key, value, max_length)))
+        return ""
     return value
 
 
 def _parse_run(number: int, obj: dict, errors: list[BundleError], name: str | None) -> RunRecord:
     errors.extend(BundleError(number, m) for m in _unknown_fields(obj, RUN_FIELDS, "run"))
-    judge = _string(number, obj, "judge", errors, required=True).strip()
-    model = _string(number, obj, "model", errors, required=True).strip()
-    if "judge" in obj and not judge and not name:
+    judge = _string(number, obj, "judge", errors, required=True, max_length=MAX_PROMPT).strip()
+    model = _string(number, obj, "model", errors, required=True, max_length=MAX_PROMPT).strip()
+    if isinstance(obj.get("judge"), str) and not obj["judge"].strip() and not name:
         errors.append(BundleError(number, "'judge' must not be empty"))
-    if "model" in obj and not model:
+    if isinstance(obj.get("model"), str) and not obj["model"].strip():
         errors.append(BundleError(number, "'model' must not be empty"))
-    for key, limit in (("judge", 200), ("model", 255), ("model_version", 255)):
+    for key, limit in (("judge", MAX_RUN_NAME), ("model", MAX_MODEL), ("model_version", MAX_MODEL)):
         value = obj.get(key)
-        if isinstance(value, str) and len(value.strip()) > limit:
+        if isinstance(value, str) and limit < len(value.strip()) <= MAX_PROMPT:
             errors.append(BundleError(number, f"'{key}' is longer than {limit} characters"))
-    if name is not None and len(name.strip()) > 200:
-        errors.append(BundleError(number, "the run name is longer than 200 characters"))
+    if name is not None and len(name.strip()) > MAX_RUN_NAME:
+        errors.append(BundleError(number, f"the run name is longer than {MAX_RUN_NAME} characters"))
+    elif name is not None and safe_json.text_problem(name):
+        errors.append(BundleError(number, f"the run name: {safe_json.text_problem(name)}"))
     settings = obj.get("settings") or {}
     if not isinstance(settings, dict):
         errors.append(BundleError(number, f"'settings' must be an object, got {kind_of(settings)}"))
@@ -175,8 +202,10 @@ def _parse_run(number: int, obj: dict, errors: list[BundleError], name: str | No
         line=number,
         name=(name or judge).strip(),
         model=model,
-        model_version=_string(number, obj, "model_version", errors, required=False).strip(),
-        prompt=_string(number, obj, "prompt", errors, required=True),
+        model_version=_string(
+            number, obj, "model_version", errors, required=False, max_length=MAX_PROMPT
+        ).strip(),
+        prompt=_string(number, obj, "prompt", errors, required=True, max_length=MAX_PROMPT),
         settings=settings,
     )
 
@@ -190,14 +219,17 @@ def _parse_verdict(
         errors.append(
             BundleError(number, "missing required field 'raw' (the judge's response; \"\" if none)")
         )
-    raw = _string(number, obj, "raw", errors, required=False)
-    answer_id = _string(number, obj, "answer_id", errors, required=True)
-    index = obj.get("claim_index")
+    raw = _string(number, obj, "raw", errors, required=False, max_length=MAX_RAW)
+    answer_id = _string(number, obj, "answer_id", errors, required=True, max_length=MAX_ID)
+    if isinstance(obj.get("answer_id"), str) and not obj["answer_id"]:
+        # Looked up only when given: an empty one reached the import as an unknown answer.
+        errors.append(BundleError(number, "'answer_id' must not be empty"))
+    index, index_refused = obj.get("claim_index"), False
     if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
         errors.append(
             BundleError(number, f"'claim_index' must be an integer, got {kind_of(index)}")
         )
-        index = None
+        index, index_refused = None, True  # about a claim or the answer? unknown
     status = obj.get("status", Verdict.Status.OK)
     if status not in STATUSES:
         errors.append(BundleError(number, f"'status' must be one of {', '.join(STATUSES)}"))
@@ -213,7 +245,7 @@ def _parse_verdict(
                     f"claim_index {index} is out of range: answer '{answer_id}' has {has}",
                 )
             )
-    if index is None and "label" in obj:
+    if index is None and "label" in obj and not index_refused:
         errors.append(
             BundleError(
                 number, "'label' without 'claim_index': an answer-level verdict carries 'relevance'"
@@ -236,6 +268,9 @@ def _parse_verdict(
     quote = obj.get("quote")
     if quote is not None and not isinstance(quote, str):
         problems.append(f"'quote' must be a string, got {kind_of(quote)}")
+        quote = ""
+    elif quote is not None and len(quote) > MAX_QUOTE:
+        problems.append(too_long("quote", quote, MAX_QUOTE))
         quote = ""
     record.quote = quote or ""
     if status == Verdict.Status.TIMEOUT:
@@ -280,6 +315,12 @@ def _evidence_ids(obj: dict, problems: list[str]) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         problems.append("'evidence_ids' must be a list of passage ids")
+        return []
+    if len(value) > MAX_EVIDENCE_IDS or any(len(v) > MAX_ID for v in value):
+        problems.append(
+            f"'evidence_ids' must be at most {MAX_EVIDENCE_IDS:,} passage ids of at most "
+            f"{MAX_ID} characters"
+        )
         return []
     return list(dict.fromkeys(value))
 
@@ -405,7 +446,7 @@ def import_judge_run(
                 prompt=record.prompt,
                 prompt_sha256=record.prompt_sha256,
                 settings=record.settings,
-                source_name=source_name[:255],
+                source_name=safe_json.printable(source_name)[:255],
                 imported_by=user if user is not None and user.is_authenticated else None,
             )
     except IntegrityError:  # a concurrent import took the name between the check and here

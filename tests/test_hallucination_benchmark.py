@@ -94,7 +94,9 @@ def test_adjudication_gold_and_calibration_follow_the_binary_schema(halu, lead):
 
     for pair in disputed:
         answer = Answer.objects.get(pk=pair.answer_id)
-        with pytest.raises(Exception, match="not on this project's support scale"):
+        with pytest.raises(
+            Exception, match='"contradicted" is not a valid support: supported, unsupported'
+        ):
             adjudicate(
                 answer=answer,
                 lead=lead,

@@ -85,6 +85,10 @@ class ImportCountsSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     unchanged = serializers.IntegerField()
     replaced = serializers.IntegerField()
+    corrected = serializers.IntegerField(
+        help_text="Answers whose latency, cost or retrieval scores a replace corrected in "
+        "place, labels kept."
+    )
 
 
 class ImportResultSerializer(serializers.Serializer):
@@ -98,7 +102,10 @@ class ImportResultSerializer(serializers.Serializer):
     def to_representation(self, instance):
         data = super().to_representation(instance)
         data["counts"] = {
-            kind: {key: counter.get(key, 0) for key in ("created", "unchanged", "replaced")}
+            kind: {
+                key: counter.get(key, 0)
+                for key in ("created", "unchanged", "replaced", "corrected")
+            }
             for kind, counter in instance.counts.items()
         }
         return data

@@ -13,6 +13,7 @@ open, task already submitted, another lead saved first) is 409 with `{"detail": 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from knox.auth import TokenAuthentication
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ParseError, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
@@ -35,7 +36,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, selectors, services, uploads
+from annotate import exports, gold, safe_json, selectors, services, uploads
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
@@ -88,6 +89,43 @@ def api_exception_handler(exc, context):
     if isinstance(exc, ValidationError):
         response.data = flatten_errors(response.data)
     return response
+
+
+MAX_JSON_BODY = 1_000_000  # bytes; the largest real body (500 decisions) is a fraction of it
+
+
+class BodyTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = f"A JSON body may be at most {MAX_JSON_BODY:,} bytes."
+    default_code = "too_large"
+
+
+class SafeJSONParser(JSONParser):
+    """JSON bodies read with annotate.safe_json, as the importers read their lines. DRF's own
+    parser refuses NaN but takes 1e400 as infinity, passes NUL characters and lone surrogates
+    on to the database, and lets deep nesting raise RecursionError: a 500 at every endpoint.
+    Here each is a 400 naming the field (`{"decisions.0.value": ["NaN is not ..."]}`)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", "utf-8")
+        body = stream.read(MAX_JSON_BODY + 1)
+        if len(body) > MAX_JSON_BODY:
+            raise BodyTooLarge()
+        try:
+            return safe_json.loads(body.decode(encoding))
+        except UnicodeDecodeError as exc:
+            raise ParseError(
+                f"The body is not {encoding}: {exc.reason} at byte {exc.start}."
+            ) from None
+        except (LookupError, json.JSONDecodeError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        except safe_json.UnsafeJSON as exc:
+            errors: dict[str, list[str]] = {}
+            for problem in exc.problems:
+                errors.setdefault(problem.where(style="api") or "non_field_errors", []).append(
+                    problem.message
+                )
+            raise ValidationError(errors) from None
 
 
 class JSONLinesParser(BaseParser):
@@ -209,7 +247,7 @@ class APIView(DRFAPIView):
 
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
     def get_exception_handler(self):
         return api_exception_handler

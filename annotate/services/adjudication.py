@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
-from annotate import gold
+from annotate import gold, safe_json
+from annotate.bundles import quote_occurs
+from annotate.gold import ANSWER_FIELDS
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -17,11 +22,13 @@ from annotate.models import (
     CitationVerdict,
     Claim,
     Decision,
+    Passage,
     Project,
     Severity,
     Support,
 )
 from annotate.services.base import ServiceError
+from annotate.services.labelling import shown_passages
 
 # --- Adjudication ------------------------------------------------------------------------------
 
@@ -37,45 +44,146 @@ class DecisionInput:
     value: object
 
 
-def _check_decision_value(field_name: str, value) -> str | None:
-    """The reason a gold value is not acceptable for its field, or None."""
-    checks = {
-        "support": lambda v: v in Support.values,
-        "severity": lambda v: v in Severity.values,
-        "requires_evidence": lambda v: isinstance(v, bool),
-        "relevance": lambda v: v in RELEVANCE_RUBRIC,
-        "abstention": lambda v: v in Abstention.values,
-        "failure_labels": lambda v: isinstance(v, list) and set(v) <= set(FAILURE_LABELS),
-        "citations": lambda v: (
-            isinstance(v, dict) and all(x in CitationVerdict.values for x in v.values())
-        ),
-        "evidence": lambda v: isinstance(v, dict) and isinstance(v.get("evidence_ids"), list),
-    }
-    check = checks.get(field_name)
+def _check_decision_value(
+    field_name: str,
+    value: Any,
+    *,
+    support_labels: Iterable[str] = tuple(Support.values),
+    cited: Mapping[str, bool] | None = None,
+    shown: Mapping[str, Passage] | None = None,
+) -> str | None:
+    """The reason a gold value is not acceptable for its field, or None.
+
+    Strict about types: JSON's `true` is no relevance (True == 1 in Python), `[1, 2]` are no
+    passage ids, and a gold value that passed here must also pass the gold export's JSON
+    Schema (docs/gold-export.schema.json). `cited` (cited id -> resolves to a passage) and
+    `shown` (the passages the task shows) are the claim's and the answer's, when known."""
+    check = _CHECKS.get(field_name)
     if check is None:
         return f"'{field_name}' is not a label field."
-    return None if check(value) else f"{value!r} is not a valid {field_name}."
+    reason = check(value, support_labels=tuple(support_labels), cited=cited, shown=shown)
+    if reason is None:
+        return None
+    return f"{_short_repr(value)} is not a valid {field_name}{': ' + reason if reason else ''}."
 
 
-def _outside_schema(answer: Answer, decisions: list[DecisionInput]) -> list[str]:
-    """Decisions the project's label schema does not allow: a field it does not label, a
-    derived field (support_binary follows support), a support value off its scale."""
+def _is_str_in(value: Any, allowed: Iterable[str]) -> bool:
+    return isinstance(value, str) and value in allowed
+
+
+def _support(value, *, support_labels, **_) -> str | None:
+    return None if _is_str_in(value, support_labels) else ", ".join(support_labels)
+
+
+def _severity(value, **_) -> str | None:
+    # "" is what a reviewer leaves when severity is not labelled; the gold schema allows it.
+    return None if _is_str_in(value, ("", *Severity.values)) else ", ".join(Severity.values)
+
+
+def _requires_evidence(value, **_) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def _relevance(value, **_) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value in RELEVANCE_RUBRIC
+    return None if ok else "0, 1 or 2"
+
+
+def _abstention(value, **_) -> str | None:
+    # "": the answer did not decline, so there is nothing to judge (as a reviewer leaves it).
+    return None if _is_str_in(value, ("", *Abstention.values)) else ", ".join(Abstention.values)
+
+
+def _failure_labels(value, **_) -> str | None:
+    if not isinstance(value, list) or not all(_is_str_in(v, FAILURE_LABELS) for v in value):
+        return f"a list of {', '.join(FAILURE_LABELS)}"
+    if len(set(value)) != len(value):
+        return "a label is given twice"
+    return None
+
+
+def _citations(value, *, cited, **_) -> str | None:
+    if not isinstance(value, dict) or not all(
+        _is_str_in(v, CitationVerdict.values) for v in value.values()
+    ):
+        return f"an object of cited passage id to {', '.join(CitationVerdict.values)}"
+    if cited is None:
+        return None
+    unknown = [key for key in value if key not in cited]
+    if unknown:
+        return f"the claim does not cite {', '.join(map(_short_repr, unknown))}"
+    unresolved = [
+        key
+        for key, verdict in value.items()
+        if not cited[key] and verdict != CitationVerdict.NOT_FOUND
+    ]
+    if unresolved:
+        return f"{', '.join(unresolved)} resolves to no passage: citation_not_found"
+    return None
+
+
+def _evidence(value, *, shown, **_) -> str | None:
+    shape = "an object with evidence_ids (a list of passage ids) and evidence_quote"
+    if not isinstance(value, dict) or set(value) - {"evidence_ids", "evidence_quote"}:
+        return shape
+    ids, quote = value.get("evidence_ids"), value.get("evidence_quote")
+    if not isinstance(ids, list) or not all(isinstance(pid, str) for pid in ids):
+        return shape
+    if quote is not None and not isinstance(quote, str):
+        return "evidence_quote must be a string"
+    if len(set(ids)) != len(ids):
+        return "a passage is given twice"
+    if shown is None:
+        return None
+    unknown = [pid for pid in ids if pid not in shown]
+    if unknown:
+        return f"not a passage of this task: {', '.join(map(_short_repr, unknown))}"
+    if quote and quote.strip():
+        if not ids:
+            return "choose the passage the quote comes from"
+        if not any(quote_occurs(quote, shown[pid].text) for pid in ids):
+            return "the quote does not occur in the chosen passage(s)"
+    return None
+
+
+_CHECKS = {
+    "support": _support,
+    "severity": _severity,
+    "requires_evidence": _requires_evidence,
+    "relevance": _relevance,
+    "abstention": _abstention,
+    "failure_labels": _failure_labels,
+    "citations": _citations,
+    "evidence": _evidence,
+}
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    # Printable whatever came in: the message goes back into a page or a JSON body.
+    text = safe_json.printable(json.dumps(value, ensure_ascii=False, default=str))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _outside_schema(
+    answer: Answer, decisions: list[DecisionInput]
+) -> tuple[list[str], list[DecisionInput]]:
+    """(problems, the decisions left to check): a derived field (support_binary follows the
+    support decision) and a field the project's label schema does not label are refused here;
+    a field on the wrong item or a bad value is _decision_problems' to say."""
     if not decisions:
-        return []
+        return [], []
     schema = Project.objects.only("label_schema").get(pk=answer.project_id).schema
-    problems = []
+    problems, left = [], []
     for d in decisions:
-        fields = gold.claim_fields(schema) if d.claim is not None else gold.answer_fields(schema)
+        kind = gold.CLAIM_FIELDS if d.claim is not None else gold.ANSWER_FIELDS
+        labelled = gold.claim_fields(schema) if d.claim is not None else gold.answer_fields(schema)
         if d.field in gold.DERIVED:
             problems.append(f"'{d.field}' follows the support decision: decide 'support'.")
-        elif d.field not in fields:
+        elif d.field in kind and d.field not in labelled:
             problems.append(f"'{d.field}' is not labelled in this project.")
-        elif d.field == "support" and d.value not in schema.support_labels:
-            problems.append(
-                f"{d.value!r} is not on this project's support scale "
-                f"({', '.join(schema.support_labels)})."
-            )
-    return problems
+        else:
+            left.append(d)
+    return problems, left
 
 
 @transaction.atomic
@@ -113,10 +221,8 @@ def adjudicate(
             "Another lead saved this item while you were reading it. Their decision is shown "
             "now; your choices are kept below — review them and save again."
         )
-    problems = [reason for d in decisions if (reason := _check_decision_value(d.field, d.value))]
-    problems += _outside_schema(answer, decisions)
-    if any(d.claim is not None and d.claim.answer_id != answer.pk for d in decisions):
-        problems.append("A decision names a claim of another answer.")
+    problems, left = _outside_schema(answer, decisions)
+    problems += _decision_problems(answer, left)
     if problems:
         raise ServiceError(" ".join(problems))
     if decisions and not rationale.strip():
@@ -135,3 +241,29 @@ def adjudicate(
     lock.version += 1
     lock.save(update_fields=["version"])
     return lock
+
+
+def _decision_problems(answer: Answer, decisions: list[DecisionInput]) -> list[str]:
+    """Every decision checked against its field and item: a claim of this answer for a claim
+    field, none for an answer field, and a value its field allows (the passages shown and the
+    claim's citations read only when a decision needs them)."""
+    problems = []
+    if any(d.claim is not None and d.claim.answer_id != answer.pk for d in decisions):
+        return ["A decision names a claim of another answer."]
+    needs_passages = any(d.field == "evidence" for d in decisions)
+    shown = shown_passages(answer) if needs_passages else None
+    support_labels = answer.project.schema.support_labels
+    for d in decisions:
+        if (d.claim is None) != (d.field in ANSWER_FIELDS) and d.field in _CHECKS:
+            where = "the answer" if d.claim is None else "a claim"
+            problems.append(f"'{d.field}' is not a field of {where}.")
+            continue
+        cited = None
+        if d.claim is not None and d.field == "citations":
+            cited = {c.cited_id: c.passage_id is not None for c in d.claim.citations.all()}
+        reason = _check_decision_value(
+            d.field, d.value, support_labels=support_labels, cited=cited, shown=shown
+        )
+        if reason:
+            problems.append(reason)
+    return problems

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Prefetch
 
-from annotate import bulk
+from annotate import bulk, safe_json
 from annotate.bundles import (
     AnswerRecord,
     Bundle,
     BundleError,
     BundleInvalid,
     ClaimRecord,
+    RetrievedRecord,
     content_hash,
     parse_bundle,
 )
 from annotate.claims import propose_claims
 from annotate.models import (
     Answer,
+    AnswerCorrection,
     Assignment,
     Case,
     Citation,
@@ -45,6 +50,8 @@ class ImportResult:
     created_project: bool
     counts: dict[str, Counter] = field(default_factory=dict)
     proposed_claims: int = 0
+    # (answer_id, {field: {"old", "new"}}, whether it was labelled) of each correction
+    corrections: list[tuple[str, dict, bool]] = field(default_factory=list)
 
     def summary(self) -> str:
         parts = []
@@ -58,7 +65,7 @@ class ImportResult:
 def _existing(project: Project | None) -> dict[str, dict]:
     """Id -> (pk, content_hash) for what the project already holds."""
     if project is None:
-        return {k: {} for k in ("passage", "variant", "case", "answer", "judgment")}
+        return {k: {} for k in ("passage", "variant", "case", "answer", "judgment", "sample")}
     return {
         "passage": {
             pid: (pk, h, text)
@@ -75,6 +82,14 @@ def _existing(project: Project | None) -> dict[str, dict]:
         "answer": {
             a: (pk, h)
             for pk, a, h in project.answers.values_list("pk", "answer_id", "content_hash")
+        },
+        # The database's unique (case, variant, sample), mirrored so that a new answer id for
+        # a generation the project already holds is a line error, not an IntegrityError.
+        "sample": {
+            (c, v, s): a
+            for a, c, v, s in project.answers.values_list(
+                "answer_id", "case__case_id", "variant__name", "sample"
+            )
         },
         "judgment": {
             (c, p): (pk, g)
@@ -104,6 +119,8 @@ def import_bundle(
     """Import a bundle into a project, creating the project if needed. All or nothing:
     raises BundleInvalid with every problem found and writes nothing."""
     project = Project.objects.filter(slug=project_slug).first()
+    if project is None:
+        _check_new_project(project_slug, name)
     existing = _existing(project)
     bundle = parse_bundle(
         lines,
@@ -134,11 +151,49 @@ def import_bundle(
     return result
 
 
+def _check_new_project(slug: str, name: str | None) -> None:
+    """The new project's slug and name, as their columns and URLs take them (the API's
+    serializers check the same; a script calling the command does not pass through them)."""
+    problems = []
+    slug_field = Project._meta.get_field("slug")
+    if not isinstance(slug, str) or not _SLUG.fullmatch(slug):
+        problems.append("the project slug may hold only letters, digits, hyphens and underscores")
+    elif len(slug) > slug_field.max_length:
+        problems.append(f"the project slug is longer than {slug_field.max_length} characters")
+    name_limit = Project._meta.get_field("name").max_length
+    if name is not None and len(name) > name_limit:
+        problems.append(f"the project name is longer than {name_limit} characters")
+    elif name is not None and safe_json.text_problem(name):
+        problems.append(f"the project name: {safe_json.text_problem(name)}")
+    if problems:
+        raise BundleInvalid([BundleError(0, p) for p in problems])
+
+
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
+
+
+# What an answer may change after reviewers labelled it: how the run went, never what they
+# saw. Latency and cost are not shown on the labelling screen, nor are retrieval scores (the
+# passages are shown in rank order); the text, the claims, the passages retrieved, their
+# ranks and in_prompt, `abstained` (it decides whether the abstention label is asked for), the
+# case, the variant and the sample all are, or decide what the answer is.
+CORRECTABLE = ("elapsed_ms", "request_cost", "retrieved.score")
+
+
+@dataclass
+class _Correction:
+    record: AnswerRecord
+    pk: int
+    changes: dict[str, dict]
+    labelled: bool
+
+
 @dataclass
 class _Plan:
     new: dict[str, list] = field(default_factory=dict)
     changed: dict[str, list] = field(default_factory=dict)
     unchanged: Counter = field(default_factory=Counter)
+    corrected: list[_Correction] = field(default_factory=list)
 
 
 def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int]) -> _Plan:
@@ -166,6 +221,7 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
         "case": bundle.cases.values(),
         "answer": bundle.answers.values(),
     }
+    differing: list[tuple[AnswerRecord, int]] = []
     for kind, records in groups.items():
         plan.new[kind], plan.changed[kind] = [], []
         for record in records:
@@ -175,6 +231,8 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
                 plan.new[kind].append(record)
             elif known[1] == content_hash(record.row()):
                 plan.unchanged[kind] += 1
+            elif kind == "answer":
+                differing.append((record, known[0]))
             elif not replace:
                 errors.append(
                     BundleError(
@@ -183,7 +241,7 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
                         "content; import with replace to overwrite unlabelled items",
                     )
                 )
-            elif (kind == "answer" and known[0] in labelled) or (kind != "answer" and has_labels):
+            elif has_labels:
                 errors.append(
                     BundleError(
                         record.line,
@@ -193,6 +251,8 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
                 )
             else:
                 plan.changed[kind].append(record)
+    errors += _plan_answers(plan, differing, replace=replace, labelled=labelled)
+    errors += _taken_samples(plan, existing)
     plan.new["judgment"], plan.changed["judgment"] = [], []
     for key, record in bundle.judgments.items():
         known = existing["judgment"].get(key)
@@ -223,6 +283,154 @@ def _plan(bundle: Bundle, existing, project, *, replace: bool, labelled: set[int
     if errors:
         raise BundleInvalid(errors)
     return plan
+
+
+def _plan_answers(
+    plan: _Plan, differing: list[tuple[AnswerRecord, int]], *, replace: bool, labelled: set[int]
+) -> list[BundleError]:
+    """Answers whose content hash differs from the one stored. The hash is of the line as it
+    was imported, so an answer exported (claims proposed by the app now written out) or
+    imported before a default changed differs without anything having changed: each is
+    compared with what the database holds. Equal: unchanged. Only CORRECTABLE fields differ:
+    corrected in place with `replace`, labels kept. Anything else: replaced with `replace` if
+    nobody labelled it, refused otherwise."""
+    errors = []
+    stored = _stored_answers([pk for _, pk in differing])
+    for record, pk in differing:
+        changes, others = _differences(record, stored[pk])
+        if not changes and not others:
+            plan.unchanged["answer"] += 1
+        elif not replace:
+            errors.append(
+                BundleError(
+                    record.line,
+                    f"answer '{record.answer_id}' already exists in this project with different "
+                    f"content ({', '.join([*changes, *others])}); import with replace to "
+                    "overwrite unlabelled items",
+                )
+            )
+        elif not others:
+            plan.corrected.append(_Correction(record, pk, changes, pk in labelled))
+        elif pk in labelled:
+            errors.append(
+                BundleError(
+                    record.line,
+                    f"answer '{record.answer_id}' has changed ({', '.join(others)}) but "
+                    "labelling has used it; labelled items are never replaced (only "
+                    "elapsed_ms, request_cost and retrieval scores can be corrected)",
+                )
+            )
+        else:
+            plan.changed["answer"].append(record)
+    return errors
+
+
+def _stored_answers(pks: list[int]) -> dict[int, AnswerRecord]:
+    """Answers as the database holds them, as records (so that `row()` compares them)."""
+    out: dict[int, AnswerRecord] = {}
+    for start in range(0, len(pks), 500):  # SQLite caps the parameters of one query
+        answers = (
+            Answer.objects.filter(pk__in=pks[start : start + 500])
+            .select_related("case", "variant")
+            .prefetch_related(
+                Prefetch(
+                    "retrieved",
+                    queryset=RetrievedPassage.objects.select_related("passage").order_by("rank"),
+                ),
+                Prefetch(
+                    "claims",
+                    queryset=Claim.objects.order_by("ordinal").prefetch_related(
+                        Prefetch("citations", queryset=Citation.objects.order_by("ordinal"))
+                    ),
+                ),
+            )
+        )
+        for a in answers:
+            out[a.pk] = AnswerRecord(
+                line=0,
+                answer_id=a.answer_id,
+                case_id=a.case.case_id,
+                variant=a.variant.name,
+                text=a.text,
+                sample=a.sample,
+                abstained=a.abstained,
+                elapsed_ms=a.elapsed_ms,
+                request_cost=a.request_cost,
+                retrieved=[
+                    RetrievedRecord(r.passage.passage_id, r.rank, r.score, r.in_prompt)
+                    for r in a.retrieved.all()
+                ],
+                claims=[
+                    ClaimRecord(
+                        c.text, c.start, c.end, tuple(x.cited_id for x in c.citations.all())
+                    )
+                    for c in a.claims.all()
+                ],
+            )
+    return out
+
+
+def _differences(record: AnswerRecord, stored: AnswerRecord) -> tuple[dict[str, dict], list[str]]:
+    """(changes of CORRECTABLE fields as {field: {"old", "new"}}, names of the other fields
+    that differ). Claims count only when the line gives them: without, the app proposed them,
+    and a lead may have edited them since."""
+    new, old = record.row(), stored.row()
+    if record.claims is None:
+        old.pop("claims", None)
+    changes = {}
+    for key in ("elapsed_ms", "request_cost"):
+        if not _same(new[key], old[key]):
+            changes[key] = {"old": _json_number(old[key]), "new": new[key]}
+    ranking = [{k: v for k, v in r.items() if k != "score"} for r in new["retrieved"]]
+    if ranking == [{k: v for k, v in r.items() if k != "score"} for r in old["retrieved"]]:
+        for a, b in zip(new["retrieved"], old["retrieved"], strict=True):
+            if not _same(a["score"], b["score"]):
+                changes[f"retrieved[rank {a['rank']}].score"] = {
+                    "old": _json_number(b["score"]),
+                    "new": a["score"],
+                }
+    others = [
+        key
+        for key in new
+        if key not in ("elapsed_ms", "request_cost", "retrieved") and new[key] != old.get(key)
+    ]
+    if ranking != [{k: v for k, v in r.items() if k != "score"} for r in old["retrieved"]]:
+        others.append("retrieved")
+    return changes, others
+
+
+def _same(a, b) -> bool:
+    return a == b  # both canonical (1200.0 is 1200); NaN, stored before, differs from all
+
+
+def _json_number(value):
+    """A stored figure as JSON can hold it: NaN and infinities (from before imports refused
+    them) as their text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _taken_samples(plan: _Plan, existing) -> list[BundleError]:
+    """A (case, variant, sample) is one generation and has one answer id. The bundle's own
+    duplicates were found by the parser; here, those held by answers already in the project
+    (less the ones this import replaces, whose old key is freed)."""
+    replaced = {record.answer_id for record in plan.changed["answer"]}
+    held = {key: aid for key, aid in existing["sample"].items() if aid not in replaced}
+    errors = []
+    for record in plan.new["answer"] + plan.changed["answer"]:
+        other = held.get((record.case_id, record.variant, record.sample))
+        if other is not None and other != record.answer_id:
+            errors.append(
+                BundleError(
+                    record.line,
+                    f"case '{record.case_id}', variant '{record.variant}', sample "
+                    f"{record.sample} is already answered by '{other}' in this project (one "
+                    f"generation, one answer_id): give this answer another sample number, or "
+                    f"the answer_id '{other}'",
+                )
+            )
+    return errors
 
 
 def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult, progress):
@@ -377,6 +585,8 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
 
     _write_answers(project, plan.new["answer"], variant_pk, passage_pk, case_pk, result, report)
     counts["answer"]["created"] = len(plan.new["answer"]) - counts["answer"]["replaced"]
+    _write_corrections(plan.corrected, result)
+    counts["answer"]["corrected"] = len(plan.corrected)
 
     judgments = plan.new["judgment"]
     ids = bulk.allocate_ids(Judgment, len(judgments))
@@ -501,6 +711,25 @@ def _write_answers(
         ),
     )
     report("citations", len(citations))
+
+
+def _write_corrections(corrections: list[_Correction], result: ImportResult) -> None:
+    """Correct answers in place, keeping their claims, task numbers and labels, and record
+    what changed."""
+    for c in corrections:
+        Answer.objects.filter(pk=c.pk).update(
+            elapsed_ms=c.record.elapsed_ms,
+            request_cost=c.record.request_cost,
+            content_hash=content_hash(c.record.row()),
+        )
+        for r in c.record.retrieved:
+            if f"retrieved[rank {r.rank}].score" in c.changes:
+                RetrievedPassage.objects.filter(answer_id=c.pk, rank=r.rank).update(score=r.score)
+        result.corrections.append((c.record.answer_id, c.changes, c.labelled))
+    AnswerCorrection.objects.bulk_create(
+        AnswerCorrection(answer_id=c.pk, changes=c.changes, labelled=c.labelled)
+        for c in corrections
+    )
 
 
 # --- A new project from the browser -----------------------------------------------------------

@@ -112,7 +112,7 @@ def test_ragas_csv_and_jsonl_of_one_dataset_are_the_same_project():
         lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
     )
     assert not again.created_project
-    assert again.counts["answer"] == {"unchanged": 4, "created": 0}
+    assert again.counts["answer"] == {"unchanged": 4, "created": 0, "corrected": 0}
     lab = Passage.objects.get(passage_id="lab-note:p1").text
     assert lab.startswith("Lab set-up (weeks 1–4)\nThe lab uses") and "it's left" in lab
 
@@ -329,7 +329,8 @@ def test_multi_turn_samples_empty_files_and_nul_characters_are_refused():
     ]
     assert errors_for(["", "  "]) == ["the file holds no samples"]
     assert errors_for(rows(sample(response="A\u0000B."))) == [
-        "line 1: response holds a NUL character (\\u0000), which cannot be stored"
+        "line 1: response: NUL U+0000 at character 1 is not allowed in text (tab, newline and "
+        "carriage return are)"
     ]
     assert errors_for(rows(sample()), variant=" ") == [
         "name the variant (the system that wrote these answers), e.g. baseline"
@@ -343,7 +344,7 @@ def test_new_answers_are_refused_once_labelling_is_open_but_a_reimport_is_a_no_o
 
     assert import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v").counts[
         "answer"
-    ] == {"unchanged": 1, "created": 0}
+    ] == {"unchanged": 1, "created": 0, "corrected": 0}
     errors = errors_for(rows(sample("Q?"), sample("New?")), variant="v")
     assert errors == [
         "line 2: labelling is open in this project, and a Ragas sample has no claims for a "

@@ -87,7 +87,7 @@ def test_a_bundle_upload_creates_the_project_and_makes_the_uploader_its_lead(db,
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["project"] == "course" and body["created_project"] is True
-    assert body["counts"]["answer"] == {"created": 4, "unchanged": 0, "replaced": 0}
+    assert body["counts"]["answer"] == {"created": 4, "unchanged": 0, "replaced": 0, "corrected": 0}
     assert Membership.objects.get(project__slug="course").role == Role.LEAD
     project = client.get(f"{API}/projects/course/").json()
     assert project["role"] == "lead" and project["state"] == "draft"
@@ -100,7 +100,12 @@ def test_a_raw_jsonl_body_imports_too_and_importing_again_changes_nothing(db, le
     assert response.status_code == 201, response.content
     again = client.post(f"{API}/projects/course/bundle/", SMALL, content_type=JSONL)
     assert again.status_code == 200
-    assert again.json()["counts"]["answer"] == {"created": 0, "unchanged": 4, "replaced": 0}
+    assert again.json()["counts"]["answer"] == {
+        "created": 0,
+        "unchanged": 4,
+        "replaced": 0,
+        "corrected": 0,
+    }
     exported = client.get(f"{API}/projects/course/bundle/")
     assert exported["Content-Type"].startswith(JSONL)
     rows = [json.loads(line) for line in b"".join(exported.streaming_content).splitlines()]

@@ -106,7 +106,7 @@ def assert_blinded(html: str) -> None:
 
 
 def test_reviewer_labels_reloads_submits_and_a_second_reviewer_labels_blind(
-    browser, live_server, page, demo, reviewer_a, reviewer_b
+    browser, live_server, page, demo, reviewer_a, reviewer_b, shared_queue_start
 ):
     # --- alice takes the next task from the project page --------------------------------
     sign_in(page, reviewer_a)

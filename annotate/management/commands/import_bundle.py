@@ -45,6 +45,10 @@ class Command(BaseCommand):
                 ) from exc
         verb = "created" if result.created_project else "updated"
         self.stdout.write(f"Project '{result.project.slug}' {verb}: {result.summary()}")
+        for answer_id, changes, labelled in result.corrections:
+            what = ", ".join(f"{k} {v['old']} → {v['new']}" for k, v in changes.items())
+            kept = " (labelled: its labels are kept)" if labelled else ""
+            self.stdout.write(f"Corrected answer '{answer_id}': {what}{kept}")
         if result.proposed_claims:
             self.stdout.write(
                 f"{result.proposed_claims} claim(s) were proposed by the sentence splitter: "
