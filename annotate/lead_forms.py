@@ -77,7 +77,7 @@ class NewProjectForm(FormatFields):
 
 
 class UploadForm(FormatFields):
-    field_order = ["format", "variant", "file", "replace"]
+    field_order = ["format", "variant", "file", "replace", "confirm_deletions"]
     file = BundleFileField(
         label="File",
         help_text="Rows already in the project with the same content are skipped.",
@@ -87,6 +87,12 @@ class UploadForm(FormatFields):
         required=False,
         label="Replace unlabelled items",
         help_text="Overwrite rows whose content changed, as long as nobody has labelled them.",
+    )
+    confirm_deletions = forms.BooleanField(
+        required=False,
+        label="Yes, delete what this replace deletes",
+        help_text="A replace that deletes answers (with their claims and judge verdicts) lists "
+        "them first and goes on only when this is ticked.",
     )
 
 

@@ -153,9 +153,14 @@ def project_new(request):
 def project_upload(request, project, role):
     form = UploadForm(*_posted(request))
     bundle_errors: BundleInvalid | None = None
+    deletions = None  # a replace that deletes data, listed for the lead to confirm
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        where = {"project_slug": project.slug, "replace": data["replace"]}
+        where = {
+            "project_slug": project.slug,
+            "replace": data["replace"],
+            "confirm_deletions": data["confirm_deletions"],
+        }
         try:
             if data["format"] == "ragas":
                 result = services.import_ragas(lines=data["file"], variant=data["variant"], **where)
@@ -163,6 +168,8 @@ def project_upload(request, project, role):
                 result = services.import_bundle(lines=data["file"], **where)
         except BundleInvalid as exc:
             bundle_errors = exc
+        except services.DeletionsNotConfirmed as exc:
+            deletions = exc.deletions
         else:
             messages.success(request, f"Imported {result.summary()}.")
             _note_proposed(request, result)
@@ -172,6 +179,7 @@ def project_upload(request, project, role):
         "role": role,
         "form": form,
         "bundle_errors": bundle_errors,
+        "deletions": deletions,
         "current": "upload",
     }
     status = 400 if request.method == "POST" else 200

@@ -147,6 +147,11 @@ class BundleUploadSerializer(FormatSerializer):
     replace = serializers.BooleanField(
         default=False, help_text="Replace changed items that no one has labelled yet."
     )
+    confirm_deletions = serializers.BooleanField(
+        default=False,
+        help_text="Go on when the replace deletes data (answers, their claims and judge "
+        "verdicts); without it the API answers 409 with the list.",
+    )
 
 
 class ProjectCreateSerializer(FormatSerializer):
@@ -164,6 +169,14 @@ class NewProjectQuerySerializer(serializers.Serializer):
 
 class ReplaceQuerySerializer(serializers.Serializer):
     replace = serializers.BooleanField(default=False)
+    confirm_deletions = serializers.BooleanField(default=False)
+
+
+class DeletionsSerializer(serializers.Serializer):
+    """A replace refused until it is confirmed: what it would delete; nothing was written."""
+
+    detail = serializers.CharField()
+    deletions = serializers.ListField(child=serializers.CharField())
 
 
 class LineErrorsSerializer(serializers.Serializer):

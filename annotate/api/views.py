@@ -428,14 +428,30 @@ class Bundle(LeadView):
             "multipart/form-data": s.BundleUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
-        parameters=[OpenApiParameter("replace", bool, description="With a raw JSONL body.")],
-        responses=responses(s.ImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413),
+        parameters=[
+            OpenApiParameter("replace", bool, description="With a raw JSONL body."),
+            OpenApiParameter(
+                "confirm_deletions", bool, description="With a raw JSONL body and replace."
+            ),
+        ],
+        responses=responses(
+            s.ImportResultSerializer,
+            r400=LINE_ERRORS_400,
+            r409=OpenApiResponse(
+                s.DeletionsSerializer, description="The replace deletes data: confirm it."
+            ),
+            r413=TOO_LARGE_413,
+        ),
     )
     def post(self, request, slug):
         lines, data = upload_lines(request, s.BundleUploadSerializer)
         if not data:
             data = query(s.ReplaceQuerySerializer, request)
-        where = {"project_slug": self.project.slug, "replace": data["replace"]}
+        where = {
+            "project_slug": self.project.slug,
+            "replace": data["replace"],
+            "confirm_deletions": data.get("confirm_deletions", False),
+        }
         try:
             if data.get("format") == "ragas":
                 result = services.import_ragas(lines=lines, variant=data["variant"], **where)
@@ -443,6 +459,12 @@ class Bundle(LeadView):
                 result = services.import_bundle(lines=lines, **where)
         except BundleInvalid as exc:
             return line_errors(exc)
+        except services.DeletionsNotConfirmed as exc:
+            body = {
+                "detail": "This replace deletes data; send confirm_deletions=true to go on.",
+                "deletions": exc.deletions.lines(),
+            }
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response(s.ImportResultSerializer(result).data)
 
     @extend_schema(

@@ -23,6 +23,7 @@ from annotate.services.adjudication import (
 from annotate.services.base import ServiceError
 from annotate.services.imports import (
     SLUG_TAKEN,
+    DeletionsNotConfirmed,
     ImportResult,
     import_bundle,
     import_new_project,
@@ -64,6 +65,7 @@ __all__ = [
     "IDLE_CAP_SECONDS",
     "SLUG_TAKEN",
     "Conflict",
+    "DeletionsNotConfirmed",
     "DecisionInput",
     "ImportResult",
     "LabelErrors",

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch
 
 from annotate import bulk, safe_json
 from annotate.bundles import (
@@ -114,10 +114,15 @@ def import_bundle(
     project_slug: str,
     name: str | None = None,
     replace: bool = False,
+    confirm_deletions: bool = False,
     progress: Callable[[str, int], None] | None = None,
 ) -> ImportResult:
     """Import a bundle into a project, creating the project if needed. All or nothing:
-    raises BundleInvalid with every problem found and writes nothing."""
+    raises BundleInvalid with every problem found and writes nothing.
+
+    A `replace` that would delete anything -- the answers it replaces take their claims and
+    every judge verdict about them along -- raises DeletionsNotConfirmed listing it all, and
+    writes nothing, unless `confirm_deletions`."""
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         _check_new_project(project_slug, name)
@@ -131,6 +136,9 @@ def import_bundle(
     )
     labelled = _labelled_answer_pks(project)
     plan = _plan(bundle, existing, project, replace=replace, labelled=labelled)
+    if plan.changed["answer"] and not confirm_deletions:
+        stale = [existing["answer"][a.answer_id][0] for a in plan.changed["answer"]]
+        raise DeletionsNotConfirmed(deletions_of(stale, plan.changed["answer"]))
     with transaction.atomic():
         created_project = project is None
         if project is None:
@@ -149,6 +157,62 @@ def import_bundle(
         _write(project, bundle, existing, plan, result, progress)
     bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
     return result
+
+
+@dataclass
+class Deletions:
+    """What a `replace` re-import would delete: the answers it replaces (re-created from the
+    file, with their claims) and, for good, every judge verdict about them."""
+
+    answers: list[tuple[int, str]]  # (line, answer_id)
+    claims: int
+    verdicts: dict[str, int]  # judge run -> verdicts deleted
+
+    def lines(self) -> list[str]:
+        shown = ", ".join(f"'{aid}' (line {line})" for line, aid in self.answers[:10])
+        more = f" and {len(self.answers) - 10} more" if len(self.answers) > 10 else ""
+        out = [
+            f"{len(self.answers)} answer(s) would be deleted and imported again from the file: "
+            f"{shown}{more}",
+            f"their {self.claims} claim(s) would be replaced by the file's (or proposed again)",
+        ]
+        for run, n in sorted(self.verdicts.items()):
+            out.append(f"{n} verdict(s) of judge run '{run}' about them would be deleted for good")
+        return out
+
+
+class DeletionsNotConfirmed(ServiceError):
+    """A replace that deletes data needs the caller to confirm it; nothing was written."""
+
+    def __init__(self, deletions: Deletions):
+        self.deletions = deletions
+        super().__init__(
+            "This replace deletes data: " + "; ".join(deletions.lines()) + ". Confirm to go on."
+        )
+
+
+def deletions_of(answer_pks: list[int], records) -> Deletions:
+    from evaluation.models import Verdict  # the judge app's rows go with the answers
+
+    verdicts: Counter = Counter()
+    for start in range(0, len(answer_pks), 500):
+        chunk = answer_pks[start : start + 500]
+        verdicts.update(
+            dict(
+                Verdict.objects.filter(answer_id__in=chunk)
+                .values("run__name")
+                .annotate(n=Count("pk"))
+                .order_by()
+                .values_list("run__name", "n")
+            )
+        )
+    claims = sum(
+        Claim.objects.filter(answer_id__in=answer_pks[start : start + 500]).count()
+        for start in range(0, len(answer_pks), 500)
+    )
+    return Deletions(
+        answers=[(r.line, r.answer_id) for r in records], claims=claims, verdicts=dict(verdicts)
+    )
 
 
 def _check_new_project(slug: str, name: str | None) -> None:

@@ -28,6 +28,7 @@ def import_ragas(
     variant: str,
     name: str | None = None,
     replace: bool = False,
+    confirm_deletions: bool = False,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
     if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
@@ -48,7 +49,11 @@ def import_ragas(
         _refuse_new_answers(project, conversion)
     try:
         result = import_bundle(
-            lines=conversion.lines, project_slug=project_slug, name=name, replace=replace
+            lines=conversion.lines,
+            project_slug=project_slug,
+            name=name,
+            replace=replace,
+            confirm_deletions=confirm_deletions,
         )
     except BundleInvalid as exc:
         raise conversion.errors_in_dataset(exc) from exc

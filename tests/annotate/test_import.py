@@ -458,3 +458,61 @@ def test_identical_messages_on_many_lines_are_grouped_for_people():
         "lines 17 and 18: unknown field 'mood' in variant "
         "(allowed: description, model, name, settings)"
     ]
+
+
+@pytest.mark.django_db
+def test_a_replace_lists_what_it_would_delete_and_waits_for_a_confirmation(tmp_path):
+    """Issue #15: a replace re-import of unlabelled answers deleted their judge verdicts
+    without a word. It now lists the answers, their claims and the verdicts, writes nothing,
+    and goes on only when confirmed."""
+    from annotate.services import DeletionsNotConfirmed
+    from evaluation.judges import import_judge_run
+    from evaluation.models import Verdict
+
+    project = import_bundle(lines=SMALL, project_slug="t").project
+    run = [
+        {"type": "run", "judge": "j", "model": "m/x", "prompt": "p"},
+        {
+            "type": "verdict",
+            "answer_id": "a2-deadline/baseline",
+            "claim_index": 0,
+            "raw": "{}",
+            "label": "supported",
+        },
+        {
+            "type": "verdict",
+            "answer_id": "a2-deadline/baseline",
+            "claim_index": 1,
+            "raw": "{}",
+            "label": "contradicted",
+        },
+    ]
+    import_judge_run(lines=[json.dumps(r) for r in run], project=project)
+    changed = lines_of(edit={9: {"text": "Assignment 2 is due on 14 March. No penalty at all."}})
+    changed[8] = json.dumps({**json.loads(changed[8]), "claims": None})
+    with pytest.raises(DeletionsNotConfirmed) as caught:
+        import_bundle(lines=changed, project_slug="t", replace=True)
+    assert caught.value.deletions.lines() == [
+        "1 answer(s) would be deleted and imported again from the file: "
+        "'a2-deadline/baseline' (line 9)",
+        "their 2 claim(s) would be replaced by the file's (or proposed again)",
+        "2 verdict(s) of judge run 'j' about them would be deleted for good",
+    ]
+    assert Verdict.objects.count() == 2  # nothing written
+    path = tmp_path / "changed.jsonl"
+    path.write_text("\n".join(changed))
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="--confirm-deletions"):
+        call_command("import_bundle", str(path), "--project", "t", "--replace", stderr=err)
+    assert "2 verdict(s) of judge run 'j'" in err.getvalue()
+    call_command(
+        "import_bundle",
+        str(path),
+        "--project",
+        "t",
+        "--replace",
+        "--confirm-deletions",
+        stdout=io.StringIO(),
+    )
+    assert Verdict.objects.count() == 0
+    assert Answer.objects.get(answer_id="a2-deadline/baseline").text.endswith("No penalty at all.")

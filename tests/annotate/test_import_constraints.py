@@ -58,7 +58,10 @@ def test_a_replaced_answer_frees_its_generation_for_another_id():
     moved = {**ANSWER, "sample": 1}
     newcomer = {**ANSWER, "answer_id": "a2-deadline/baseline-0"}
     import_bundle(
-        lines=[SMALL[0], json.dumps(moved), json.dumps(newcomer)], project_slug="t", replace=True
+        lines=[SMALL[0], json.dumps(moved), json.dumps(newcomer)],
+        project_slug="t",
+        replace=True,
+        confirm_deletions=True,
     )
     samples = dict(
         Answer.objects.filter(case__case_id="a2-deadline", variant__name="baseline").values_list(

@@ -3,7 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.bundles import BundleInvalid
-from annotate.services import import_bundle
+from annotate.services import DeletionsNotConfirmed, import_bundle
 
 
 class Command(BaseCommand):
@@ -17,6 +17,12 @@ class Command(BaseCommand):
             "--replace",
             action="store_true",
             help="replace changed items that nobody has labelled yet",
+        )
+        parser.add_argument(
+            "--confirm-deletions",
+            action="store_true",
+            help="go on when the replace deletes data (the answers it replaces, their claims "
+            "and judge verdicts); without it the import lists them and stops",
         )
 
     def handle(self, *args, path, project, name, replace, **options):
@@ -35,8 +41,16 @@ class Command(BaseCommand):
                     project_slug=project,
                     name=name,
                     replace=replace,
+                    confirm_deletions=options["confirm_deletions"],
                     progress=progress,
                 )
+            except DeletionsNotConfirmed as exc:
+                for line in exc.deletions.lines():
+                    self.stderr.write(line)
+                raise CommandError(
+                    "This replace deletes data (listed above); nothing was imported. Run it "
+                    "again with --confirm-deletions to go on."
+                ) from exc
             except BundleInvalid as exc:
                 for error in exc.grouped():
                     self.stderr.write(error)

@@ -3,7 +3,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.bundles import BundleInvalid
-from annotate.services import import_ragas
+from annotate.services import DeletionsNotConfirmed, import_ragas
 
 
 class Command(BaseCommand):
@@ -24,6 +24,12 @@ class Command(BaseCommand):
             action="store_true",
             help="replace changed items that nobody has labelled yet",
         )
+        parser.add_argument(
+            "--confirm-deletions",
+            action="store_true",
+            help="go on when the replace deletes data (the answers it replaces, their claims "
+            "and judge verdicts); without it the import lists them and stops",
+        )
 
     def handle(self, *args, path, project, variant, name, replace, **options):
         try:
@@ -35,6 +41,13 @@ class Command(BaseCommand):
                 result = import_ragas(
                     lines=stream, project_slug=project, variant=variant, name=name, replace=replace
                 )
+            except DeletionsNotConfirmed as exc:
+                for line in exc.deletions.lines():
+                    self.stderr.write(line)
+                raise CommandError(
+                    "This replace deletes data (listed above); nothing was imported. Run it "
+                    "again with --confirm-deletions to go on."
+                ) from exc
             except BundleInvalid as exc:
                 for error in exc.grouped():
                     self.stderr.write(error)
