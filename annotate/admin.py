@@ -2,6 +2,7 @@
 keeps variant names and other people's labels out of their reach here."""
 
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
 from annotate import models
 
@@ -13,7 +14,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(models.Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(SimpleHistoryAdmin):  # "History": who changed what
     list_display = ["slug", "name", "corpus_version", "state", "overlap", "created_at"]
     list_filter = ["state"]
     search_fields = ["slug", "name"]
@@ -21,7 +22,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(SimpleHistoryAdmin):  # "History": who changed what
     list_display = ["project", "user", "role"]
     list_filter = ["role", "project"]
     autocomplete_fields = ["user"]
@@ -88,7 +89,7 @@ class RetrievedPassageAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Claim)
-class ClaimAdmin(admin.ModelAdmin):
+class ClaimAdmin(SimpleHistoryAdmin):  # "History": who changed what
     list_display = ["answer", "ordinal", "text", "start", "end", "proposed"]
     raw_id_fields = ["answer"]
     search_fields = ["text"]
@@ -113,7 +114,7 @@ class ClaimLabelInline(admin.TabularInline):
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(SimpleHistoryAdmin):  # "History": who changed what
     list_display = ["project", "answer", "reviewer", "status", "revision", "taken_at"]
     list_filter = ["project", "status"]
     raw_id_fields = ["answer", "reviewer"]

@@ -9,6 +9,7 @@ variant names: a task is shown by its opaque `task_number`.
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from simple_history.models import HistoricalRecords
 
 from annotate.schema import LabelSchema, default_schema
 
@@ -49,6 +50,8 @@ class Project(models.Model):
     opened_at = models.DateTimeField(null=True, blank=True)
 
     objects = ProjectQuerySet.as_manager()
+    # The audit trail: who changed the schema, guidelines, overlap or state, and when.
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["name"]
@@ -72,6 +75,7 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     role = models.CharField(max_length=10, choices=Role)
+    history = HistoricalRecords()
 
     class Meta:
         constraints = [
@@ -268,6 +272,7 @@ class Claim(models.Model):
     proposed = models.BooleanField(
         default=False, help_text="Proposed by the sentence splitter, not imported."
     )
+    history = HistoricalRecords()  # a lead's boundary edits
 
     class Meta:
         ordering = ["answer_id", "ordinal"]
@@ -395,6 +400,10 @@ class Assignment(models.Model):
     revision = models.PositiveIntegerField(default=0, help_text="How many times submitted.")
 
     objects = AssignmentQuerySet.as_manager()
+    # Status changes (taken, submitted, reopened, released) and imported label sets. A draft
+    # save touches the assignment every few seconds; services.labelling skips those (the
+    # submitted labels themselves are kept as LabelRevision snapshots).
+    history = HistoricalRecords(excluded_fields=["touched_at", "seconds_spent"])
 
     class Meta:
         ordering = ["project_id", "reviewer_id", "taken_at"]

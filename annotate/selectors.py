@@ -347,6 +347,7 @@ class AdjudicationScreen:
     history: list
     note_a: str = ""
     note_b: str = ""
+    audit: list = field(default_factory=list)
 
     @property
     def answer_split(self):
@@ -480,7 +481,64 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         history=history,
         note_a=answer_pair.a.get("note") or "",
         note_b=answer_pair.b.get("note") or "",
+        audit=task_audit(answer, {answer_pair.reviewer_a: "A", answer_pair.reviewer_b: "B"}),
     )
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    at: object  # datetime
+    who: str  # "reviewer A", or the acting user when it was somebody else
+    what: str
+
+
+def task_audit(answer: Answer, sides: dict[int, str]) -> list[AuditEvent]:
+    """Who did what to this task and when, for its lead: the assignments' status changes
+    (taken, submitted, reopened, released; an imported label set has no acting user), the
+    claim boundary edits, and the in-place data corrections. Reviewers are named by side (A,
+    B) as on the rest of the screen; the decisions have their own list. Three queries."""
+    events: list[AuditEvent] = []
+    previous: dict[int, str] = {}
+    rows = (
+        Assignment.history.filter(answer_id=answer.pk)
+        .select_related("history_user")
+        .order_by("history_date", "history_id")
+    )
+    for row in rows:
+        side = sides.get(row.reviewer_id)
+        reviewer = f"reviewer {side}" if side else "another reviewer"
+        actor = row.history_user
+        who = reviewer if actor is None or actor.pk == row.reviewer_id else actor.get_username()
+        was = previous.get(row.id)
+        previous[row.id] = row.status
+        if row.history_type == "-":
+            events.append(AuditEvent(row.history_date, who, f"deleted the task of {reviewer}"))
+        elif was == row.status:
+            continue
+        elif row.status == Assignment.Status.SUBMITTED:
+            how = "labels imported" if was is None and actor is None else "submitted"
+            events.append(AuditEvent(row.history_date, who, f"{how} (revision {row.revision})"))
+        elif row.status == Assignment.Status.IN_PROGRESS:
+            events.append(
+                AuditEvent(row.history_date, who, "took the task" if was is None else "reopened")
+            )
+        elif row.status == Assignment.Status.RELEASED:
+            events.append(AuditEvent(row.history_date, who, f"gave it back: {row.release_reason}"))
+    for row in (
+        Claim.history.filter(answer_id=answer.pk)
+        .exclude(history_type="+")
+        .select_related("history_user")
+        .order_by("history_date", "history_id")
+    ):
+        actor = row.history_user.get_username() if row.history_user else "an import"
+        verb = "removed" if row.history_type == "-" else "changed"
+        events.append(
+            AuditEvent(row.history_date, actor, f"{verb} claim {row.ordinal + 1}'s boundaries")
+        )
+    for correction in answer.corrections.all():
+        fields = ", ".join(correction.changes)
+        events.append(AuditEvent(correction.corrected_at, "an import", f"corrected {fields}"))
+    return sorted(events, key=lambda e: e.at)
 
 
 SKIPS_SHOWN = 200

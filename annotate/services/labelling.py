@@ -233,6 +233,7 @@ def save_claim_label(
     label.citations = {k: v for k, v in citations.items() if v}
     label.save()
     _touch(assignment, timezone.now())
+    assignment.skip_history_when_saving = True  # a draft save is no audit event
     assignment.save(update_fields=["seconds_spent", "touched_at"])
     label.assignment = assignment  # not re-read by the caller
     errors = LabelErrors()
@@ -278,6 +279,7 @@ def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment
     _touch(assignment, timezone.now())
     errors = LabelErrors()
     check_answer_label(assignment, schema=schema, complete=False, errors=errors)
+    assignment.skip_history_when_saving = True  # a draft; the submission is the audit event
     assignment.save()
     return assignment, errors
 

@@ -385,3 +385,32 @@ def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead)
     client.login(username=lead.username, password=PASSWORD)
     page = client.get(reverse("gold", kwargs={"slug": demo.slug})).content.decode()
     assert "1 answer holds more than two label sets." in page
+
+
+def test_the_lead_sees_who_did_what_to_a_task_and_when(demo, client, lead):
+    """Issue #15: an audit trail of labels, decisions, membership, schema and data changes
+    (django-simple-history), which a lead sees per task."""
+    from annotate.models import Assignment
+    from annotate.services import reopen_task, submit_labels
+
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    mine = Assignment.objects.get(answer=answer, reviewer__username="alice")
+    reopen_task(assignment=mine)
+    assert not submit_labels(assignment=Assignment.objects.get(pk=mine.pk))
+    client.login(username=lead.username, password=PASSWORD)
+    page = client.get(
+        reverse("adjudicate", kwargs={"slug": demo.slug, "number": answer.task_number})
+    )
+    events = [(e.who, e.what) for e in page.context["screen"].audit]
+    alice = "reviewer A" if pair.reviewer_a == mine.reviewer_id else "reviewer B"
+    bob = "reviewer B" if alice == "reviewer A" else "reviewer A"
+    assert (bob, "labels imported (revision 1)") in events
+    assert events[-2:] == [(alice, "reopened"), (alice, "submitted (revision 2)")]
+    body = page.content.decode()
+    assert "Audit trail" in body and "reopened" in body and "alice" not in body
+    # the schema's and the members' changes are recorded with who made them
+    from annotate.models import Membership, Project
+
+    assert Project.history.filter(id=demo.pk).count() >= 2  # created, opened
+    assert Membership.history.filter(project_id=demo.pk, history_type="+").count() >= 3
