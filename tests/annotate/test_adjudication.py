@@ -403,7 +403,9 @@ def test_the_lead_sees_who_did_what_to_a_task_and_when(demo, client, lead):
         reverse("adjudicate", kwargs={"slug": demo.slug, "number": answer.task_number})
     )
     events = [(e.who, e.what) for e in page.context["screen"].audit]
-    alice = "reviewer A" if pair.reviewer_a == mine.reviewer_id else "reviewer B"
+    # sides follow the order of submission, which the resubmission changed
+    [now] = gold.pairs_for_project(demo, answer_ids=[answer.pk])[0]
+    alice = "reviewer A" if now.reviewer_a == mine.reviewer_id else "reviewer B"
     bob = "reviewer B" if alice == "reviewer A" else "reviewer A"
     assert (bob, "labels imported (revision 1)") in events
     assert events[-2:] == [(alice, "reopened"), (alice, "submitted (revision 2)")]
