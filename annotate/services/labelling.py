@@ -181,6 +181,11 @@ def check_answer_label(
         errors.add("answer.abstention", "The answer declines: was that appropriate?")
 
 
+# Every lock on an assignment here names only its own row (of=("self",)): a join in a
+# SELECT FOR UPDATE locks the joined rows too, and a draft save that locked its answer and
+# project rows deadlocked with reviewers taking tasks (the answers' rows) at the same time.
+
+
 def _claim_label_for(assignment: Assignment, claim: Claim) -> ClaimLabel:
     label, _ = ClaimLabel.objects.get_or_create(assignment=assignment, claim=claim)
     return label
@@ -206,7 +211,7 @@ def save_claim_label(
 
     The label returned holds the assignment as locked and written (its save time)."""
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
@@ -258,7 +263,7 @@ _CLAIM_FIELD_OF = {
 @transaction.atomic
 def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
@@ -357,7 +362,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     """Submit when every claim and the answer are labelled; each submission is kept as a
     revision, so a later edit never silently replaces what was submitted before."""
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
@@ -389,7 +394,9 @@ def adjudication_started(answer: Answer) -> bool:
 @transaction.atomic
 def reopen_task(*, assignment: Assignment) -> Assignment:
     assignment = (
-        Assignment.objects.select_for_update().select_related("answer").get(pk=assignment.pk)
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("answer")
+        .get(pk=assignment.pk)
     )
     if assignment.status != Assignment.Status.SUBMITTED:
         raise ServiceError("Only a submitted task can be reopened.")
