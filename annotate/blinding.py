@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from scipy.stats import ks_2samp
-
 # Features a reviewer sees on the labelling screen, as (key, what the reviewer sees).
 FEATURES = {
     "in_prompt": "the number of passages marked “in prompt”",
@@ -67,6 +65,8 @@ def separability(a: Sequence[float], b: Sequence[float]) -> float:
     """Best balanced accuracy of one threshold telling sample a from sample b."""
     if not a or not b:
         return 0.5
+    from scipy.stats import ks_2samp  # only when the set-up page asks: keeps workers lean
+
     return (1 + float(ks_2samp(a, b).statistic)) / 2
 
 

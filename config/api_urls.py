@@ -13,19 +13,21 @@ from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from annotate.api.urls import urlpatterns as annotate_api_urls
-from evaluation import api as evaluation_api
+from config.lazy import lazy_api
 
 P = "projects/<slug:slug>/"
 
 evaluation_urls = [
-    path(P + "agreement/", evaluation_api.Agreement.as_view(), name="agreement"),
-    path(P + "evaluation/", evaluation_api.Evaluation.as_view(), name="evaluation"),
-    path(P + "evaluation/compare/", evaluation_api.Comparison.as_view(), name="comparison"),
-    path(P + "judge-runs/", evaluation_api.JudgeRuns.as_view(), name="judge-runs"),
-    path(P + "judge-runs/<int:run_id>/", evaluation_api.JudgeRunDetail.as_view(), name="judge-run"),
+    path(P + "agreement/", lazy_api("evaluation.api.Agreement"), name="agreement"),
+    path(P + "evaluation/", lazy_api("evaluation.api.Evaluation"), name="evaluation"),
+    path(P + "evaluation/compare/", lazy_api("evaluation.api.Comparison"), name="comparison"),
+    path(P + "judge-runs/", lazy_api("evaluation.api.JudgeRuns"), name="judge-runs"),
+    path(
+        P + "judge-runs/<int:run_id>/", lazy_api("evaluation.api.JudgeRunDetail"), name="judge-run"
+    ),
     path(
         P + "judge-runs/<int:run_id>/calibration/",
-        evaluation_api.Calibration.as_view(),
+        lazy_api("evaluation.api.Calibration"),
         name="calibration",
     ),
 ]

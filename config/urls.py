@@ -3,13 +3,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from annotate import token_views
-from evaluation import agreement_views
+from config.lazy import lazy
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("p/<slug:slug>/agreement/", agreement_views.agreement, name="agreement"),
+    path(
+        "p/<slug:slug>/agreement/", lazy("evaluation.agreement_views.agreement"), name="agreement"
+    ),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("account/token/", token_views.tokens, name="api_token"),

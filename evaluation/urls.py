@@ -1,10 +1,11 @@
-"""Mounted by config/urls.py at p/<slug>/evaluation/ (namespace "evaluation")."""
+"""Mounted by config/urls.py at p/<slug>/evaluation/ (namespace "evaluation"). The views are
+imported on their first request (config.lazy): they carry the statistics stack."""
 
 from django.urls import path
 
-from evaluation import views
+from config.lazy import lazy
 
 app_name = "evaluation"
 urlpatterns = [
-    path("", views.report, name="report"),
+    path("", lazy("evaluation.views.report"), name="report"),
 ]

@@ -11,6 +11,8 @@ class Command(BaseCommand):
         "optional). All or nothing."
     )
 
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
+
     def add_arguments(self, parser):
         parser.add_argument("path", help="CSV file: username,role[,email] a line")
         parser.add_argument("--project", required=True, help="project slug")

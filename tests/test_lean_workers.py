@@ -1,0 +1,62 @@
+"""A web worker that serves the labelling pages carries no statistics stack (issue #12: workers
+were 211-216 MB before serving anything heavy, because the URLconf imported numpy, scipy,
+scikit-learn and pandas). Checked in a fresh interpreter: the test process itself has them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("numpy", "scipy", "sklearn", "pandas")
+
+PROBE = """
+import json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from django.urls import get_resolver, reverse
+resolver = get_resolver()
+resolver.url_patterns  # the whole URLconf, as a worker loads it on its first request
+import annotate.views, annotate.lead_views, annotate.api.views, annotate.selectors  # noqa
+from django.core.management import call_command
+call_command("check", verbosity=0)  # what every management command runs first
+reverse("evaluation:report", kwargs={"slug": "x"})
+print(json.dumps(sorted(m for m in %r if m in sys.modules)))
+"""
+
+
+def test_the_urlconf_and_the_labelling_views_load_no_statistics_library(tmp_path):
+    env = {**os.environ, "CLAIMDESK_VAR_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)  # no database is touched
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % (HEAVY,)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_statistics_page_loads_them_on_its_first_request(tmp_path):
+    probe = PROBE.replace(
+        'reverse("evaluation:report", kwargs={"slug": "x"})',
+        "from django.urls import resolve\n"
+        'resolve("/p/x/agreement/").func.view  # the lazy view, asked for its real one',
+    )
+    env = {**os.environ, "CLAIMDESK_VAR_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-c", probe % (HEAVY,)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "sklearn" in json.loads(out.stdout.strip().splitlines()[-1])
