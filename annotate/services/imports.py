@@ -155,8 +155,25 @@ def import_bundle(
                 project.save(update_fields=["label_schema"])
         result = ImportResult(project=project, created_project=created_project)
         _write(project, bundle, existing, plan, result, progress)
-    bulk.analyze([Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation])
+        _maintain(result)
     return result
+
+
+def _maintain(result: ImportResult) -> None:
+    """Statistics for the tables this import filled, and a vacuum of those it rewrote, once
+    it commits; nothing when nothing was written (a re-import of the same file)."""
+    counts = result.counts
+    wrote = {kind: counts.get(kind, Counter()) for kind in counts}
+    changed = any(c["created"] or c["replaced"] or c.get("corrected") for c in wrote.values())
+    if not changed:
+        return
+    filled = [Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation, Judgment]
+    rewritten = []
+    if any(c["replaced"] or c.get("corrected") for c in wrote.values()):
+        rewritten = [Passage, Case, Evidence, Answer, RetrievedPassage, Claim, Citation]
+    if counts.get("answer", Counter())["created"] and not result.project.is_draft:
+        rewritten.append(Answer)  # late answers renumber the untaken ones
+    bulk.after_commit(analyze=filled, vacuum=rewritten)
 
 
 @dataclass

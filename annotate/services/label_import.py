@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from annotate import bulk
 from annotate.bundles import (
     BundleError,
     BundleInvalid,
@@ -173,6 +174,8 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
         full = [pk for pk, n in holding.items() if n >= project.overlap]
         for start in range(0, len(full), 500):
             Answer.objects.filter(pk__in=full[start : start + 500]).update(full=True)
+        if pending:
+            bulk.after_commit(analyze=[ClaimLabel, LabelRevision], vacuum=[Assignment, Answer])
     result.created = len(pending)
     return result
 

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from annotate import bulk
 from annotate.models import (
     Answer,
     Assignment,
@@ -80,6 +81,7 @@ def open_labelling(*, project: Project) -> Project:
         for number, pk in enumerate(spread_order(answers), start=1)
     ]
     Answer.objects.bulk_update(numbered, ["task_number", "queue_key", "full"], batch_size=1000)
+    bulk.after_commit(vacuum=[Answer])  # every answer row was rewritten: clear the old ones
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()
     project.save(update_fields=["state", "opened_at"])

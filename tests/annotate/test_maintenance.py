@@ -1,0 +1,42 @@
+"""After their bulk writes commit, imports and open_labelling refresh the planner's statistics
+and clear the dead rows they left (issue #12: autovacuum is off on some servers, and an
+open_labelling left the answers table with 20,000 dead rows until a manual VACUUM)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from annotate.services import import_bundle, open_labelling
+from tests.conftest import FIXTURES
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def table_stats(table: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT n_dead_tup, vacuum_count, analyze_count FROM pg_stat_user_tables "
+            "WHERE relname = %s",
+            [table],
+        )
+        dead, vacuums, analyzes = cursor.fetchone()
+    return {"dead": dead, "vacuums": vacuums, "analyzes": analyzes}
+
+
+def test_open_labelling_vacuums_the_answers_it_rewrote_and_a_no_op_import_touches_nothing():
+    with open(FIXTURES / "demo.jsonl", "rb") as stream:
+        project = import_bundle(lines=stream, project_slug="maint").project
+    imported = table_stats("annotate_claim")
+    assert imported["analyzes"] >= 1  # the tables it filled were analysed after commit
+    before = table_stats("annotate_answer")
+    open_labelling(project=project)
+    after = table_stats("annotate_answer")
+    assert after["vacuums"] == before["vacuums"] + 1
+    assert after["dead"] == 0
+    # the same file again writes nothing, so nothing is analysed either
+    with open(FIXTURES / "demo.jsonl", "rb") as stream:
+        again = import_bundle(lines=stream, project_slug="maint")
+    assert again.counts["answer"]["unchanged"] == 60
+    assert table_stats("annotate_claim")["analyzes"] == imported["analyzes"]
