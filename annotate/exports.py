@@ -130,7 +130,9 @@ def bundle_rows(project: Project) -> Iterator[dict[str, Any]]:
 
 def jsonl(rows) -> Iterator[str]:
     for row in rows:
-        yield json.dumps(row, ensure_ascii=False) + "\n"
+        # A gold row carries its JSON line already (encoded once, for its hash).
+        line = getattr(row, "line", None)
+        yield (line if line is not None else json.dumps(row, ensure_ascii=False)) + "\n"
 
 
 # --- Gold ------------------------------------------------------------------------------------
@@ -256,11 +258,33 @@ def _pseudonyms(project: Project) -> dict[int, str]:
     return {user_id: f"R{i}" for i, user_id in enumerate(members, start=1)}
 
 
-def _hashed(row: dict[str, Any]) -> dict[str, Any]:
-    content = {k: v for k, v in row.items() if k not in ("export_id", "as_of")}
+class GoldRow(dict):
+    """A gold export row, and its JSON line: the row's content is encoded once, sorted and
+    compact, for its hash, and the line is that encoding with the provenance appended, so the
+    JSONL export does not encode each row a second time."""
+
+    line: str
+
+
+_PROVENANCE = ("export_id", "as_of")
+
+
+def _hashed(row: dict[str, Any], tail: str | None = None) -> GoldRow:
+    """The row with its content hash, and its JSON line. `tail` is the provenance's encoding
+    (the same for every row of an export: made once by the caller)."""
+    content = {k: v for k, v in row.items() if k not in _PROVENANCE}
     encoded = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    row["content_hash"] = hashlib.sha256(encoded.encode()).hexdigest()
-    return row
+    digest = hashlib.sha256(encoded.encode()).hexdigest()
+    out = GoldRow(row)
+    out["content_hash"] = digest
+    if tail is None:
+        tail = _provenance_tail(row)
+    out.line = f'{encoded[:-1]},{tail},"content_hash":"{digest}"}}'
+    return out
+
+
+def _provenance_tail(row: dict[str, Any]) -> str:
+    return ",".join(f'"{key}":{json.dumps(row[key], ensure_ascii=False)}' for key in _PROVENANCE)
 
 
 def _gold_answers(project: Project, split: str) -> dict[int, int]:
@@ -309,6 +333,7 @@ def gold_rows(
         "project": project.slug,
         "corpus_version": project.corpus_version,
     }
+    tail = _provenance_tail(base)
     label_sets = _gold_answers(project, chosen.split)
     answer_ids = list(label_sets)
     for start in range(0, len(answer_ids), GOLD_CHUNK):
@@ -335,7 +360,7 @@ def gold_rows(
                     if not chosen.with_context:
                         for column in CONTEXT_COLUMNS:
                             row.pop(column, None)
-                    yield _hashed(row)
+                    yield _hashed(row, tail)
             if chosen.item in ("all", "answer") and not (chosen.decided_only and pair.pending):
                 row = {k: v for k, v in common.items() if k != "doc"}
                 row.update(
@@ -351,7 +376,7 @@ def gold_rows(
                     reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
                     human_kappa={f: kappas.get(f) for f in answer_fields if f in kappas},
                 )
-                yield _hashed(row)
+                yield _hashed(row, tail)
 
 
 def _claim_kappa_fields(schema) -> tuple[str, ...]:

@@ -14,9 +14,14 @@ then waits for a lead), and a lead's `support` decision decides it too.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
+
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotate.models import Answer, Assignment, ClaimLabel, Decision, Project
 from annotate.schema import LabelSchema, support_binary
@@ -86,16 +91,38 @@ def comparable(name: str, labels: dict[str, Any]) -> Any:
 
 
 def _claim_values(row) -> dict[str, Any]:
+    """A claim label's values from its query row (see pairs_for_project); the two JSON
+    columns arrive as text."""
+    _, _, _, support, severity, requires_evidence, citations, evidence_ids, quote, note = row
     return {
-        "support": row["support"],
-        "support_binary": support_binary(row["support"]),
-        "severity": row["severity"],
-        "requires_evidence": row["requires_evidence"],
-        "citations": row["citations"] or {},
-        "evidence_ids": row["evidence_ids"] or [],
-        "evidence_quote": row["evidence_quote"],
-        "note": row["note"],
+        "support": support,
+        "support_binary": support_binary(support),
+        "severity": severity,
+        "requires_evidence": requires_evidence,
+        "citations": _json_text(citations) or {},
+        "evidence_ids": _json_text(evidence_ids) or [],
+        "evidence_quote": quote,
+        "note": note,
     }
+
+
+_EMPTY_JSON = {"{}": {}, "[]": [], None: None}
+
+
+@lru_cache(maxsize=1 << 16)
+def _decode_json(text: str):
+    return json.loads(text)
+
+
+def _json_text(text: str | None):
+    """A JSON column read as text. Callers never mutate the result: it may be shared."""
+    empty = _EMPTY_JSON.get(text, _MISSING)
+    if empty is not _MISSING:
+        return type(empty)() if empty is not None else None
+    return _decode_json(text)
+
+
+_MISSING = object()
 
 
 def pairs_for_project(
@@ -135,33 +162,40 @@ def pairs_for_project(
         if len(rows) == 2
     }
     claims: dict[int, ItemPair] = {}
-    labels = ClaimLabel.objects.filter(assignment_id__in=list(chosen)).values(
+    # JSON columns as text, decoded through a cache: most are "{}" or "[]" or repeat, and
+    # decoding each one was a good part of a 100,000-claim export's time.
+    labels = ClaimLabel.objects.filter(assignment_id__in=list(chosen)).values_list(
         "assignment_id",
         "claim_id",
         "claim__ordinal",
         "support",
         "severity",
         "requires_evidence",
-        "citations",
-        "evidence_ids",
+        Cast("citations", TextField()),
+        Cast("evidence_ids", TextField()),
         "evidence_quote",
         "note",
     )
     for row in labels.order_by("claim_id"):
-        answer_id, side = chosen[row["assignment_id"]]
-        pair = claims.get(row["claim_id"])
+        assignment_id, claim_id, ordinal = row[0], row[1], row[2]
+        answer_id, side = chosen[assignment_id]
+        pair = claims.get(claim_id)
         if pair is None:
             parent = answer_pairs[answer_id]
-            pair = claims[row["claim_id"]] = ItemPair(
+            pair = claims[claim_id] = ItemPair(
                 answer_id=answer_id,
-                claim_id=row["claim_id"],
-                ordinal=row["claim__ordinal"],
+                claim_id=claim_id,
+                ordinal=ordinal,
                 reviewer_a=parent.reviewer_a,
                 reviewer_b=parent.reviewer_b,
                 a={},
                 b={},
             )
-        (pair.a if side == 0 else pair.b).update(_claim_values(row))
+        values = _claim_values(row)
+        if side == 0:
+            pair.a = values
+        else:
+            pair.b = values
     claim_pairs = [p for p in claims.values() if p.a and p.b]
 
     decisions = Decision.objects.filter(answer_id__in=list(answer_pairs)).order_by(
@@ -170,18 +204,22 @@ def pairs_for_project(
     latest: dict[tuple[int, int | None, str], Decision] = {}
     for decision in decisions:
         latest[(decision.answer_id, decision.claim_id, decision.field)] = decision
+    answer_names, claim_names = answer_fields(schema), claim_fields(schema)
+    decided = {(answer_id, claim_id) for answer_id, claim_id, _ in latest}
     for pair in answer_pairs.values():
-        _derive(pair, answer_fields(schema), latest)
+        _derive(pair, answer_names, latest if (pair.answer_id, None) in decided else None)
     for pair in claim_pairs:
-        _derive(pair, claim_fields(schema), latest)
+        _derive(pair, claim_names, latest if (pair.answer_id, pair.claim_id) in decided else None)
     ordered_claims = sorted(claim_pairs, key=lambda p: (p.answer_id, p.ordinal))
     return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
 
 
 def _derive(pair: ItemPair, fields, latest) -> None:
+    """Each field's gold and its source. `latest` is None for an item no lead decided
+    anything on (most of them): then only the reviewers' two values are compared."""
     for name in fields:
-        decision = latest.get((pair.answer_id, pair.claim_id, name))
-        if name == "support_binary":
+        decision = None if latest is None else latest.get((pair.answer_id, pair.claim_id, name))
+        if name == "support_binary" and latest is not None:
             # A lead who decides the subtype decides the binary value with it.
             decision = latest.get((pair.answer_id, pair.claim_id, "support")) or decision
             if decision is not None:

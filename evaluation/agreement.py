@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")
 SUPPORT_BINARY = ("supported", "unsupported")
@@ -129,6 +128,10 @@ def _kappa_point(
     if int((rows.astype(object) * cols.astype(object)).sum()) == n * n:
         return None, KAPPA_UNDEFINED_ONE_LABEL
     k = conf.shape[0]
+    # Imported here: scikit-learn takes a second to load, and the gold export (which needs
+    # only numpy's kappa_from_confusion) should not pay for it.
+    from sklearn.metrics import cohen_kappa_score
+
     # Encoded indices with labels 0..k-1 give scikit-learn the same matrix and weights as the
     # raw labels, and skip its slow label inference on large object arrays.
     kappa = cohen_kappa_score(a_idx, b_idx, labels=list(range(k)), weights=weights)

@@ -416,3 +416,16 @@ def test_the_lead_sees_who_did_what_to_a_task_and_when(demo, client, lead):
 
     assert Project.history.filter(id=demo.pk).count() >= 2  # created, opened
     assert Membership.history.filter(project_id=demo.pk, history_type="+").count() >= 3
+
+
+def test_each_gold_jsonl_line_is_its_row_encoded_once(demo):
+    """The JSONL export writes the encoding made for the row's hash (sorted, compact), with
+    the provenance appended: the line is the row, and the hash is of the row without its
+    provenance."""
+    import hashlib
+
+    for row, line in zip(gold_rows(demo), jsonl(gold_rows(demo)), strict=True):
+        assert json.loads(line) == row
+        content = {k: v for k, v in row.items() if k not in ("export_id", "as_of", "content_hash")}
+        encoded = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        assert row["content_hash"] == hashlib.sha256(encoded.encode()).hexdigest()
