@@ -22,10 +22,13 @@ ANSWERS = int(os.environ.get("BENCH_ANSWERS", "10000"))
 CLAIMS_PER_ANSWER = 10
 RETRIEVED_PER_ANSWER = 10
 PASSAGES = 2000
-CASES = ANSWERS // 2
 
 
-def write_bundle(path: Path) -> int:
+def write_bundle(path: Path, answers: int | None = None) -> int:
+    """The benchmark bundle: `answers` answers (default BENCH_ANSWERS, 10,000), two per case,
+    ten claims and ten retrieved passages each. Returns its number of lines."""
+    answers = ANSWERS if answers is None else answers
+    cases = answers // 2
     lines = 0
     with path.open("w") as out:
 
@@ -45,7 +48,7 @@ def write_bundle(path: Path) -> int:
                     "text": f"Passage {p} states fact number {p} about the course. " * 3,
                 }
             )
-        for c in range(CASES):
+        for c in range(cases):
             emit(
                 {
                     "type": "case",
@@ -71,7 +74,7 @@ def write_bundle(path: Path) -> int:
                 }
             )
         sentence = "The course states fact number {n} clearly [doc-{p}:p1]. "
-        for a in range(ANSWERS):
+        for a in range(answers):
             case = a // 2
             parts, claims, pos = [], [], 0
             for n in range(CLAIMS_PER_ANSWER):

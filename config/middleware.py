@@ -51,3 +51,27 @@ class UploadLimitMiddleware:
                 status=413,
             )
         return self.get_response(request)
+
+
+class QueryCountHeaderMiddleware:
+    """`X-Query-Count` on every response: the database round trips the request made. For
+    bench/http.py, which measures a real server over HTTP; switched on only by the
+    CLAIMDESK_QUERY_COUNT_HEADER environment variable, never in a deployment."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from django.db import connection
+
+        count = 0
+
+        def counting(execute, sql, params, many, context):
+            nonlocal count
+            count += 1
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(counting):
+            response = self.get_response(request)
+        response["X-Query-Count"] = str(count)
+        return response

@@ -1,0 +1,488 @@
+"""The reference benchmark: a real server over real HTTP, on a database that also holds a big
+project.
+
+Usage: python bench/http.py   (BENCH_DATABASE_URL overrides the default
+postgres://postgres@127.0.0.1:5432/claimdesk_bench_http, which is dropped and re-created;
+BENCH_TRAFFIC_SECONDS, default 120, is how long the labelling traffic runs before the
+workers' memory is read; BENCH_PORT, default 8765)
+
+What it builds, in one PostgreSQL database: the demo project, a 1,000-answer project
+("mid": 10,000 claims, every answer labelled by two reviewers) and a 10,000-answer project
+("big": 100,000 claims, half of the answers labelled by two reviewers, the other half open
+for the traffic, plus one answer of 10 claims and one of 60 claims held by the measuring
+reviewer). Then gunicorn (2 workers x 4 threads, DEBUG off, as the Dockerfile runs it)
+serves it, and the script logs in like a browser (CSRF cookie, form post, htmx headers) and
+measures. Query counts come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER
+adds to every response (only here).
+
+It prints one table and the load average; it asserts nothing about time (benchmarks measure;
+tests assert behaviour).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path, where this file would shadow
+# the standard library's `http` (which Django imports): put the project root there instead.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import os  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+os.environ.setdefault(
+    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/claimdesk_bench_http"
+)
+from bench.agreement_gold import export_in_child, label_everything  # noqa: E402
+from bench.common import ROOT, setup_bench_database  # noqa: E402
+from bench.import_bundle import write_bundle  # noqa: E402
+
+PORT = int(os.environ.get("BENCH_PORT", "8765"))
+BASE = f"http://127.0.0.1:{PORT}"
+PASSWORD = "bench-password-1"
+TRAFFIC_SECONDS = float(os.environ.get("BENCH_TRAFFIC_SECONDS", "120"))
+SAMPLES = int(os.environ.get("BENCH_SAMPLES", "100"))
+# The issue's sizes; smaller ones make a quick trial run of the script itself.
+BIG_ANSWERS = int(os.environ.get("BENCH_BIG_ANSWERS", "10000"))
+MID_ANSWERS = int(os.environ.get("BENCH_MID_ANSWERS", "1000"))
+FIVE_XX: list[tuple[str, int]] = []
+
+
+# --- the data ---------------------------------------------------------------------------------
+
+
+def build() -> dict:
+    """Everything the measurements need, in the bench database. Returns the import figures."""
+    setup_bench_database()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    from annotate.models import Answer, Assignment, Project
+    from annotate.services import add_member, import_bundle, open_labelling
+
+    call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for slug, answers in (("mid", MID_ANSWERS), ("big", BIG_ANSWERS)):
+            path = Path(tmp) / f"{slug}.jsonl"
+            lines = write_bundle(path, answers)
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "manage.py", "import_bundle", str(path), "--project", slug],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                capture_output=True,
+                text=True,
+            )
+            elapsed = time.perf_counter() - start
+            if done.returncode:
+                sys.exit(done.stderr)
+            if slug == "big":
+                figures["import"] = (lines, elapsed, path.stat().st_size)
+        extra = Path(tmp) / "extra.jsonl"
+        extra.write_text("\n".join(_answers_with_claims(("page-10", 10), ("page-60", 60))))
+        with extra.open("rb") as stream:
+            import_bundle(lines=stream, project_slug="big")
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    for slug in ("mid", "big"):
+        project = Project.objects.get(slug=slug)
+        add_member(project=project, username="bench-lead", role="lead", password=PASSWORD)
+        labellers = [
+            add_member(project=project, username=f"{slug}-{n}", role="reviewer").user
+            for n in ("a", "b")
+        ]
+        for i in range(9):
+            add_member(project=project, username=f"r{i}", role="reviewer", password=PASSWORD)
+        project = open_labelling(project=project)
+        with transaction.atomic():
+            half = None if slug == "mid" else BIG_ANSWERS // 2
+            label_everything(project, labellers, answers_limit=half)
+        Answer.objects.filter(project=project, assignments__isnull=False).update(full=True)
+    big = Project.objects.get(slug="big")
+    measurer = User.objects.get(username="r0")
+    for answer_id in ("page-10/baseline", "page-60/baseline"):
+        answer = Answer.objects.get(project=big, answer_id=answer_id)
+        Assignment.objects.create(project=big, answer=answer, reviewer=measurer)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    return figures
+
+
+def _answers_with_claims(*specs: tuple[str, int]) -> list[str]:
+    import json
+
+    lines = [
+        json.dumps(
+            {
+                "type": "case",
+                "case_id": case,
+                "question": f"Question {case}?",
+                "answerable": True,
+                "adversarial": False,
+            }
+        )
+        for case, _ in specs
+    ]
+    for case, claims in specs:
+        sentences = [
+            f"The course states fact {n} of {case} [doc-{n % 50}:p1]." for n in range(claims)
+        ]
+        text, spans, pos = " ".join(sentences), [], 0
+        for n, sentence in enumerate(sentences):
+            spans.append(
+                {
+                    "text": sentence,
+                    "start": pos,
+                    "end": pos + len(sentence),
+                    "citations": [f"doc-{n % 50}:p1"],
+                }
+            )
+            pos += len(sentence) + 1
+        lines.append(
+            json.dumps(
+                {
+                    "type": "answer",
+                    "answer_id": f"{case}/baseline",
+                    "case_id": case,
+                    "variant": "baseline",
+                    "text": text,
+                    "claims": spans,
+                    "retrieved": [
+                        {"passage_id": f"doc-{r}:p1", "rank": r + 1, "in_prompt": r < 5}
+                        for r in range(10)
+                    ],
+                }
+            )
+        )
+    return lines
+
+
+# --- the server -------------------------------------------------------------------------------
+
+
+def start_server() -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-" + "x" * 50,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "CLAIMDESK_QUERY_COUNT_HEADER": "1",
+        "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{PORT}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "300",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    import requests
+
+    for _ in range(100):
+        try:
+            requests.get(f"{BASE}/login/", timeout=1)
+            return server
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    server.kill()
+    sys.exit("gunicorn did not start")
+
+
+def worker_pids(server: subprocess.Popen) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# --- a browser's session ----------------------------------------------------------------------
+
+
+class Browser:
+    def __init__(self, username: str):
+        import requests
+
+        self.http = requests.Session()
+        self.http.get(f"{BASE}/login/")
+        response = self.http.post(
+            f"{BASE}/login/",
+            data={
+                "username": username,
+                "password": PASSWORD,
+                "csrfmiddlewaretoken": self.http.cookies["csrftoken"],
+            },
+            headers={"Referer": f"{BASE}/login/"},
+            allow_redirects=False,
+        )
+        if response.status_code != 302:
+            sys.exit(f"login of {username} failed: {response.status_code}")
+
+    def _check(self, response, url):
+        if response.status_code >= 500:
+            FIVE_XX.append((url, response.status_code))
+        return response
+
+    def get(self, path: str, **headers):
+        url = BASE + path
+        return self._check(self.http.get(url, headers=headers), url)
+
+    def post(self, path: str, data: dict | None = None, *, htmx: bool = False):
+        url = BASE + path
+        headers = {"X-CSRFToken": self.http.cookies["csrftoken"], "Referer": url}
+        if htmx:
+            headers.update({"HX-Request": "true", "HX-Current-URL": url})
+        return self._check(
+            self.http.post(url, data=data or {}, headers=headers, allow_redirects=False), url
+        )
+
+
+def timed(call, n: int = SAMPLES) -> tuple[list[float], object]:
+    times, last = [], None
+    for _ in range(n):
+        start = time.perf_counter()
+        last = call()
+        times.append((time.perf_counter() - start) * 1000)
+    return times, last
+
+
+def p(times: list[float], q: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --- the measurements -------------------------------------------------------------------------
+
+
+def task_numbers(project_slug: str, username: str) -> dict[str, int]:
+    from annotate.models import Assignment
+
+    return {
+        a.answer.answer_id: a.answer.task_number
+        for a in Assignment.objects.filter(
+            project__slug=project_slug, reviewer__username=username
+        ).select_related("answer")
+    }
+
+
+def claim_data(support: str = "supported") -> dict:
+    return {"support": support, "severity": "none" if support == "supported" else "minor"}
+
+
+def cited(number: int) -> list[list[str]]:
+    """Each claim's cited passage ids, in claim order (read from the database, as the page
+    shows them)."""
+    from annotate.models import Claim
+
+    claims = (
+        Claim.objects.filter(answer__project__slug="big", answer__task_number=number)
+        .order_by("ordinal")
+        .prefetch_related("citations")
+    )
+    return [[c.cited_id for c in claim.citations.all()] for claim in claims]
+
+
+def label_task(browser: Browser, number: int) -> None:
+    """Complete labels, as a reviewer drafts them: not found in the passages (no quote
+    needed), each citation judged, relevance rated."""
+    for index, ids in enumerate(cited(number)):
+        data = claim_data("insufficient_evidence")
+        data.update({f"citation:{pid}": "does_not_support" for pid in ids})
+        browser.post(f"/p/big/tasks/{number}/claims/{index}/", data, htmx=True)
+    browser.post(f"/p/big/tasks/{number}/answer/", {"relevance": "1"}, htmx=True)
+
+
+def take(browser: Browser) -> int | None:
+    response = browser.post("/p/big/next/")
+    match = re.search(r"/tasks/(\d+)/", response.headers.get("Location", ""))
+    return int(match.group(1)) if match else None
+
+
+def saves_per_second(clients: list[Browser], seconds: float = 10.0) -> tuple[float, int]:
+    """Draft saves from several reviewers at once, each on their own task."""
+    numbers = [take(b) for b in clients]
+    counts = [0] * len(clients)
+    stop = time.perf_counter() + seconds
+    errors = []
+
+    def loop(i: int) -> None:
+        browser, number = clients[i], numbers[i]
+        support = ("supported", "insufficient_evidence")
+        while time.perf_counter() < stop:
+            r = browser.post(
+                f"/p/big/tasks/{number}/claims/0/", claim_data(support[counts[i] % 2]), htmx=True
+            )
+            if r.status_code == 200:
+                counts[i] += 1
+            else:
+                errors.append(r.status_code)
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(len(clients))]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start), len(errors)
+
+
+def traffic(clients: list[Browser], seconds: float) -> int:
+    """Hour-like labelling traffic, compressed: each reviewer takes a task, loads it, drafts
+    every claim, submits, and takes the next."""
+    stop = time.perf_counter() + seconds
+    done = [0]
+
+    def loop(browser: Browser) -> None:
+        while time.perf_counter() < stop:
+            number = take(browser)
+            if number is None:
+                return
+            browser.get(f"/p/big/tasks/{number}/")
+            label_task(browser, number)
+            browser.post(f"/p/big/tasks/{number}/submit/")
+            done[0] += 1
+
+    threads = [threading.Thread(target=loop, args=(b,)) for b in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0]
+
+
+def main() -> None:
+    figures = build()
+    lines, import_seconds, import_bytes = figures["import"]
+    server = start_server()
+    rows: list[tuple[str, str]] = []
+    try:
+        measurer = Browser("r0")
+        numbers = task_numbers("big", "r0")
+        for name, claims in (("page-10/baseline", 10), ("page-60/baseline", 60)):
+            url = f"/p/big/tasks/{numbers[name]}/"
+            measurer.get(url)
+            times, last = timed(lambda url=url: measurer.get(url))
+            rows.append(
+                (
+                    f"labelling page, {claims} claims (big project)",
+                    f"p50 {p(times, 0.5):.1f} ms · p95 {p(times, 0.95):.1f} ms · "
+                    f"{last.headers.get('X-Query-Count')} queries · "
+                    f"{len(last.content) / 1024:.0f} KB",
+                )
+            )
+        number = numbers["page-10/baseline"]
+        times, last = timed(
+            lambda: measurer.post(f"/p/big/tasks/{number}/claims/0/", claim_data(), htmx=True)
+        )
+        rows.append(
+            (
+                "draft save, 1 client",
+                f"p50 {p(times, 0.5):.1f} ms · p95 {p(times, 0.95):.1f} ms · "
+                f"{last.headers.get('X-Query-Count')} queries · {len(last.content)} bytes",
+            )
+        )
+        taker = Browser("r1")
+        next_times, submit_times = [], []
+        for _ in range(min(SAMPLES, 30)):
+            start = time.perf_counter()
+            number = take(taker)
+            next_times.append((time.perf_counter() - start) * 1000)
+            label_task(taker, number)
+            start = time.perf_counter()
+            taker.post(f"/p/big/tasks/{number}/submit/")
+            submit_times.append((time.perf_counter() - start) * 1000)
+        rows.append(
+            (
+                "next task (a new one)",
+                f"p50 {p(next_times, 0.5):.1f} ms · p95 {p(next_times, 0.95):.1f} ms",
+            )
+        )
+        rows.append(
+            ("submit", f"p50 {p(submit_times, 0.5):.1f} ms · p95 {p(submit_times, 0.95):.1f} ms")
+        )
+        for clients in (4, 8):
+            browsers = [Browser(f"r{i + 1}") for i in range(clients)]
+            rate, errors = saves_per_second(browsers)
+            rows.append(
+                (f"draft saves, {clients} clients", f"{rate:.0f} saves/s · {errors} errors")
+            )
+        clients = [Browser(f"r{i + 1}") for i in range(4)]
+        tasks = traffic(clients, TRAFFIC_SECONDS)
+        workers = worker_pids(server)
+        rows.append(
+            (
+                f"workers after {TRAFFIC_SECONDS:.0f} s of labelling traffic only ({tasks} tasks)",
+                " · ".join(f"pid {pid}: {rss_mb(pid):.0f} MB RSS" for pid in workers),
+            )
+        )
+        lead = Browser("bench-lead")
+        for name, url in (
+            ("agreement page", "/p/big/agreement/"),
+            ("evaluation page", "/p/big/evaluation/"),
+        ):
+            lead.get(url)  # a first view may compute what later views read
+            times, last = timed(lambda url=url: lead.get(url), n=3)
+            rows.append(
+                (
+                    f"{name} (big project)",
+                    f"p50 {p(times, 0.5):.0f} ms · {len(last.content) / 1024:.0f} KB · "
+                    f"{last.headers.get('X-Query-Count')} queries",
+                )
+            )
+        rows.append(
+            (
+                "workers after the lead's statistics pages too",
+                " · ".join(f"pid {pid}: {rss_mb(pid):.0f} MB RSS" for pid in worker_pids(server)),
+            )
+        )
+        for slug in ("mid", "big"):
+            seconds, peak_mb, _, exported = export_in_child(slug)
+            rows.append(
+                (
+                    f"gold export, {slug} ({exported:,} rows)",
+                    f"{seconds:.1f} s · {exported / seconds:,.0f} rows/s · exporting process "
+                    f"peak RSS {peak_mb:.0f} MB (VmHWM)",
+                )
+            )
+        rows.append(
+            (
+                "import of the big bundle (manage.py, process start included)",
+                f"{import_seconds:.1f} s · {lines:,} lines · {import_bytes / 1e6:.0f} MB",
+            )
+        )
+        rows.append(("server errors (5xx)", str(len(FIVE_XX))))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    width = max(len(name) for name, _ in rows)
+    print()
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    print(f"\nload average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
