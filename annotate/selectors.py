@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Count, Exists, F, Func, OuterRef, Prefetch, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -24,6 +24,7 @@ from annotate.models import (
     Decision,
     Membership,
     Passage,
+    Preferences,
     Project,
     RetrievedPassage,
     Role,
@@ -64,6 +65,10 @@ class ClaimRow:
     claim: Claim
     label: ClaimLabel | None
     citations: list[Citation]
+    # Set by the view from the label services' checks: field -> message. `problems` are what
+    # is wrong now, `missing` what a submission still needs.
+    problems: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -72,6 +77,14 @@ class ClaimRow:
         # A binary project's "unsupported" wears the contradicted mark (✗): not supported.
         css = {"insufficient_evidence": "insufficient", "unsupported": "contradicted"}
         return css.get(support, support) or "unlabelled"
+
+    @property
+    def version(self) -> int:
+        return self.label.version if self.label else 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.problems
 
 
 @dataclass
@@ -89,6 +102,23 @@ class PassageRow:
 
 
 @dataclass
+class Progress:
+    """A reviewer's own progress in a project, in numbers they can reach: what they have
+    submitted, and what the queue can still give them (answers they have not taken that
+    still lack a reviewer). Nothing in it moves when another reviewer acts on an answer this
+    reviewer holds, so it reveals nothing about the co-reviewer."""
+
+    submitted: int = 0
+    in_progress: int = 0
+    available: int = 0
+    last_submitted: int | None = None  # task number of the latest submission
+
+    @property
+    def reachable(self) -> int:
+        return self.submitted + self.in_progress + self.available
+
+
+@dataclass
 class TaskScreen:
     assignment: Assignment
     answer: Answer
@@ -96,11 +126,8 @@ class TaskScreen:
     segments: list[Segment]
     claims: list[ClaimRow]
     passages: list[PassageRow]
-    # The progress bar's counts; None when the caller did not ask for them (a draft save).
-    total_tasks: int | None = None
-    done_by_me: int | None = None
-    project_done: int | None = None
-    project_slots: int | None = None
+    # None when the caller did not ask for it (a draft save).
+    progress: Progress | None = None
 
     @cached_property
     def shown(self) -> dict[str, Passage]:
@@ -123,15 +150,18 @@ def task_for_reviewer(user, project: Project, task_number: int) -> Assignment | 
 def reviewer_task(user, slug: str, task_number: int) -> Assignment | None:
     """task_for_reviewer for a request that names the project by slug: the user's own
     assignment, with its project, answer and case, in one query -- and only while the user is
-    still a reviewer of that project. None means 404."""
+    still a reviewer of that project. None means 404. `single_key_shortcuts` rides along
+    (the reviewer's preference), so the page needs no query of its own for it."""
     still_reviewer = Membership.objects.filter(
         project=OuterRef("project_id"), user=user, role=Role.REVIEWER
     )
+    shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
     return (
         Assignment.objects.for_reviewer(user)
         .filter(Exists(still_reviewer), project__slug=slug, answer__task_number=task_number)
         .exclude(status=Assignment.Status.RELEASED)
         .select_related("answer__case", "project")
+        .annotate(single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True)))
         .first()
     )
 
@@ -160,41 +190,57 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
             if citation.passage is not None and citation.passage.passage_id not in shown:
                 rows.append(PassageRow(citation.passage, None, False, False))
                 shown.add(citation.passage.passage_id)
-    screen = TaskScreen(
+    return TaskScreen(
         assignment=assignment,
         answer=answer,
         question=answer.case.question,
         segments=segments(answer.text, claim_rows),
         claims=claim_rows,
         passages=rows,
+        progress=reviewer_progress(assignment.reviewer_id, assignment.project)
+        if progress
+        else None,
     )
-    if progress:
-        counts = progress_counts(assignment)
-        screen.total_tasks = counts["total"]
-        screen.done_by_me = counts["mine"]
-        screen.project_done = counts["done"]
-        screen.project_slots = counts["total"] * assignment.project.overlap
-    return screen
 
 
-def progress_counts(assignment: Assignment) -> dict[str, int]:
-    """The project's tasks, its submitted assignments, and this reviewer's: one query."""
-    project = assignment.project_id
-    submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+def _count(queryset) -> Coalesce:
+    """COUNT(*) of a filtered queryset as a scalar subquery. Not .annotate(Count()) over a
+    GROUP BY: grouped, PostgreSQL's planner may count every project's rows in a sequential
+    scan and keep one group; filtered, it counts the project's rows through an index."""
+    counted = queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n")
+    return Coalesce(Subquery(counted), 0)
 
-    def count(queryset) -> Coalesce:
-        grouped = queryset.order_by().values("project").annotate(n=Count("pk")).values("n")
-        return Coalesce(Subquery(grouped), 0)  # no rows at all is no group: 0, not NULL
 
-    return (
-        Project.objects.filter(pk=project)
+def reviewer_progress(user, project: Project) -> Progress:
+    """The reviewer's Progress in one query, each part bounded by an index: their own
+    assignments by (project, reviewer, status); the answers still open to them by (project,
+    task_number), each checked through (answer, reviewer) and (answer, status)."""
+    user_id = getattr(user, "pk", user)
+    mine = Assignment.objects.filter(project=project, reviewer=user_id)
+    holders = Assignment.objects.holding().filter(answer=OuterRef("pk"))
+    taken_by_me = Assignment.objects.filter(answer=OuterRef("pk"), reviewer=user_id)
+    open_to_me = (
+        Answer.objects.filter(project=project, task_number__isnull=False)
+        .exclude(Exists(taken_by_me))
+        .annotate(holders=_count(holders))
+        .filter(holders__lt=project.overlap)
+    )
+    latest = (
+        mine.filter(status=Assignment.Status.SUBMITTED)
+        .order_by("-submitted_at", "-pk")
+        .values("answer__task_number")[:1]
+    )
+    row = (
+        Project.objects.filter(pk=project.pk)
         .values(
-            total=count(Answer.objects.filter(project=project, task_number__isnull=False)),
-            done=count(submitted),
-            mine=count(submitted.filter(reviewer=assignment.reviewer_id)),
+            submitted=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
+            in_progress=_count(mine.filter(status=Assignment.Status.IN_PROGRESS)),
+            available=_count(open_to_me),
+            last_submitted=Subquery(latest),
         )
         .get()
     )
+    return Progress(**row)
 
 
 def segments(text: str, rows: list[ClaimRow]) -> list[Segment]:
@@ -212,15 +258,20 @@ def segments(text: str, rows: list[ClaimRow]) -> list[Segment]:
     return out
 
 
-def reviewer_progress(user, project: Project) -> dict:
-    mine = Assignment.objects.for_reviewer(user).filter(project=project)
-    return {
-        "submitted": mine.filter(status=Assignment.Status.SUBMITTED).count(),
-        "in_progress": mine.filter(status=Assignment.Status.IN_PROGRESS)
+def task_in_progress(user, project: Project) -> Assignment | None:
+    return (
+        Assignment.objects.for_reviewer(user)
+        .filter(project=project, status=Assignment.Status.IN_PROGRESS)
         .select_related("answer")
-        .first(),
-        "total": project.answers.filter(task_number__isnull=False).count(),
-    }
+        .order_by("taken_at")
+        .first()
+    )
+
+
+def single_key_shortcuts(user) -> bool:
+    """The person's preference (on unless they turned it off)."""
+    found = Preferences.objects.filter(user=user).values_list("single_key_shortcuts", flat=True)
+    return next(iter(found), True)
 
 
 def my_submitted_tasks(user, project: Project):

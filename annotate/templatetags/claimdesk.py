@@ -41,6 +41,30 @@ def field_error(errors, *parts, oob=False):
     )
 
 
+@register.simple_tag
+def field_note(row, name: str):
+    """The editor's slot for one field of the selected claim: what is wrong with it
+    (class error) or what a submission still needs (class needed), hidden when neither.
+    static/labelling.js fills the same slots when another claim is selected."""
+    message = (row.problems.get(name) or "") if row else ""
+    kind = "error" if message else "needed"
+    if not message and row:
+        message = row.missing.get(name) or ""
+    hidden = "" if message else " hidden"
+    return mark_safe(
+        f'<p class="field-note {kind}" id="note-{_escape(name)}" data-field="{_escape(name)}"'
+        f"{hidden}>{_escape(message)}</p>"
+    )
+
+
+@register.filter
+def ordinal(value) -> str:
+    """1 -> 1st, 2 -> 2nd, 11 -> 11th, 23 -> 23rd."""
+    n = int(value)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _escape(value) -> str:
     """Django's escape() without its lazy-string wrapper, which costs more than the escaping
     in tags that run hundreds of times per page. Same output: both are html.escape(str(x))."""

@@ -253,11 +253,11 @@ def test_the_status_bar_counts_the_save_that_completes_the_task(client, open_tea
     save_answer_label(assignment=assignment, data={"relevance": None})
     url = task_url(open_team, assignment, "save_answer")
     before = client.get(task_url(open_team, assignment)).content.decode()
-    assert "1 item to label" in before
+    assert "whole answer: relevance missing" in before
     data = {"relevance": "2", "abstention": "appropriate" if assignment.answer.abstained else ""}
     reply = client.post(url, data, headers={"HX-Request": "true"}).content.decode()
     assert "ready to submit" in reply
-    assert 'id="submit-button">' in reply  # not disabled
+    assert 'aria-disabled="true"' not in reply  # Submit is on
 
 
 @pytest.mark.django_db
@@ -366,19 +366,21 @@ def test_a_draft_save_query_count_does_not_grow_with_claims_or_passages(
 
 
 @pytest.mark.django_db
-def test_the_status_bar_counts_items_not_fields_and_says_saved_only_after_a_save(
+def test_the_status_names_what_each_claim_still_needs_and_says_saved_only_after_a_save(
     client, open_team, reviewer_a
 ):
+    """Choosing "supported" does not make a claim look done: the status (and the claim's
+    mark) say what it still needs before the task can be submitted."""
     client_for(client, reviewer_a)
     assignment = task_with_claims(open_team, reviewer_a)
-    items = assignment.answer.claims.count() + 1  # and the answer
     page = client.get(task_url(open_team, assignment)).content.decode()
-    assert f"{items} items to label" in page
+    assert "claim 1: support missing; claim 2: support missing" in page
     assert "Drafts save as you go" in page and "Saved " not in page
-    claim = assignment.answer.claims.first()
+    claim = assignment.answer.claims.get(ordinal=0)
     url = task_url(open_team, assignment, "save_claim", index=claim.ordinal)
-    # Supported, but no evidence yet: three fields missing on one item that was missing anyway.
-    data = {"support": "supported", "requires_evidence": "on"}
-    reply = client.post(url, data, headers={"HX-Request": "true"})
-    assert f"{items} items to label" in reply.content.decode()
-    assert "Saved " in reply.content.decode()
+    data = {"support": "supported", "requires_evidence": "on", "version": "0"}
+    reply = client.post(url, data, headers={"HX-Request": "true"}).content.decode()
+    assert "claim 1: evidence passage, quote missing" in reply
+    assert "Saved " in reply
+    assert 'class="claim supported incomplete"' in reply  # the mark is not a finished one
+    assert "supported, incomplete" in reply
