@@ -111,7 +111,6 @@ class Progress:
     submitted: int = 0
     in_progress: int = 0
     available: int = 0
-    last_submitted: int | None = None  # task number of the latest submission
 
     @property
     def reachable(self) -> int:
@@ -147,23 +146,63 @@ def task_for_reviewer(user, project: Project, task_number: int) -> Assignment | 
     )
 
 
-def reviewer_task(user, slug: str, task_number: int) -> Assignment | None:
+def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> Assignment | None:
     """task_for_reviewer for a request that names the project by slug: the user's own
-    assignment, with its project, answer and case, in one query -- and only while the user is
-    still a reviewer of that project. None means 404. `single_key_shortcuts` rides along
-    (the reviewer's preference), so the page needs no query of its own for it."""
+    assignment, with its project and answer, in one query -- and only while the user is
+    still a reviewer of that project. None means 404. For the page (`page`), the case (the
+    question) and the reviewer's shortcut preference ride along, so the page needs no query
+    of its own for them; a draft save needs neither."""
     still_reviewer = Membership.objects.filter(
         project=OuterRef("project_id"), user=user, role=Role.REVIEWER
     )
-    shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
-    return (
+    found = (
         Assignment.objects.for_reviewer(user)
         .filter(Exists(still_reviewer), project__slug=slug, answer__task_number=task_number)
         .exclude(status=Assignment.Status.RELEASED)
-        .select_related("answer__case", "project")
-        .annotate(single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True)))
+    )
+    if page:
+        shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
+        found = found.select_related("answer__case", "project").annotate(
+            single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True))
+        )
+    else:
+        found = found.select_related("answer", "project")
+    return found.first()
+
+
+@dataclass
+class ClaimToSave:
+    """What a draft save of one claim reads: the claim, its citations, and those of the
+    posted evidence passages that are on the task's screen (the quote is checked against
+    them). Nothing about the other claims: the reply carries only this claim's state."""
+
+    claim: Claim
+    citations: list[Citation]
+    shown: dict[str, Passage]
+
+
+def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSave | None:
+    claim = (
+        Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
+        .prefetch_related(
+            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
+        )
         .first()
     )
+    if claim is None:
+        return None
+    shown = {}
+    if evidence_ids:
+        answer = assignment.answer_id
+        retrieved = RetrievedPassage.objects.filter(answer_id=answer, passage=OuterRef("pk"))
+        cited = Citation.objects.filter(claim__answer_id=answer, passage=OuterRef("pk"))
+        on_screen = Passage.objects.filter(
+            Q(Exists(retrieved)) | Q(Exists(cited)),
+            project_id=assignment.project_id,
+            passage_id__in=list(evidence_ids),
+        )
+        shown = {p.passage_id: p for p in on_screen}
+    return ClaimToSave(claim, list(claim.citations.all()), shown)
 
 
 def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
@@ -212,35 +251,27 @@ def _count(queryset) -> Coalesce:
 
 
 def reviewer_progress(user, project: Project) -> Progress:
-    """The reviewer's Progress in one query, each part bounded by an index: their own
+    """The reviewer's Progress in two queries, each bounded by an index: their own
     assignments by (project, reviewer, status); the answers still open to them by (project,
-    task_number), each checked through (answer, reviewer) and (answer, status)."""
+    task_number), each checked through (answer, reviewer) and (answer, status). Filtered
+    counts, not a GROUP BY over the table (which PostgreSQL may answer with a sequential
+    scan of every project's rows)."""
     user_id = getattr(user, "pk", user)
-    mine = Assignment.objects.filter(project=project, reviewer=user_id)
+    Status = Assignment.Status
+    mine = Assignment.objects.filter(project=project, reviewer=user_id).aggregate(
+        submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),
+        in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
+    )
     holders = Assignment.objects.holding().filter(answer=OuterRef("pk"))
     taken_by_me = Assignment.objects.filter(answer=OuterRef("pk"), reviewer=user_id)
-    open_to_me = (
+    available = (
         Answer.objects.filter(project=project, task_number__isnull=False)
         .exclude(Exists(taken_by_me))
         .annotate(holders=_count(holders))
         .filter(holders__lt=project.overlap)
+        .count()
     )
-    latest = (
-        mine.filter(status=Assignment.Status.SUBMITTED)
-        .order_by("-submitted_at", "-pk")
-        .values("answer__task_number")[:1]
-    )
-    row = (
-        Project.objects.filter(pk=project.pk)
-        .values(
-            submitted=_count(mine.filter(status=Assignment.Status.SUBMITTED)),
-            in_progress=_count(mine.filter(status=Assignment.Status.IN_PROGRESS)),
-            available=_count(open_to_me),
-            last_submitted=Subquery(latest),
-        )
-        .get()
-    )
-    return Progress(**row)
+    return Progress(available=available, **mine)
 
 
 def segments(text: str, rows: list[ClaimRow]) -> list[Segment]:

@@ -47,9 +47,30 @@ class Item:
 
 
 @dataclass
+class AnswerState:
+    """The whole-answer label's checks: `problems` keyed like the form's error slots
+    ('answer.relevance'), `missing` what a submission still needs, by field name."""
+
+    problems: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fields(self) -> list[str]:
+        return list(dict.fromkeys([*(k.split(".", 1)[1] for k in self.problems), *self.missing]))
+
+    @property
+    def json(self) -> SafeString:
+        data = {
+            "problems": {k.split(".", 1)[1]: v for k, v in self.problems.items()},
+            "missing": self.missing,
+        }
+        return _attribute_json(data)
+
+
+@dataclass
 class TaskStatus:
     items: list[Item] = field(default_factory=list)
-    answer_errors: dict[str, str] = field(default_factory=dict)
+    answer: AnswerState = field(default_factory=AnswerState)
 
     @property
     def complete(self) -> bool:
@@ -65,56 +86,59 @@ class TaskStatus:
 
     @property
     def summary(self) -> str:
-        """'claim 2: quote missing; whole answer: relevance missing' (and 'N more')."""
+        """'claim 2: quote missing; whole answer: relevance missing' (and 'N more').
+        static/labelling.js words it the same way after each save."""
         text = "; ".join(item.text for item in self.shown)
         return f"{text}; {self.more} more" if self.more else text
 
 
+def check_claim(row, shown, schema, errors: LabelErrors | None = None) -> None:
+    """Set the row's `problems` (what is wrong now), `missing` (what a submission still
+    needs) and `state_json`. `errors`: a refused submission's, shown as problems."""
+    now, needed = LabelErrors(), LabelErrors()
+    if row.label is not None:
+        check_claim_label(row.label, row.claim, shown, schema=schema, complete=False, errors=now)
+        check_claim_label(row.label, row.claim, shown, schema=schema, complete=True, errors=needed)
+    else:
+        needed.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
+    prefix = f"claim.{row.claim.ordinal}."
+    row.problems = {k.removeprefix(prefix): v for k, v in now.fields.items()}
+    row.missing = {
+        k.removeprefix(prefix): v for k, v in needed.fields.items() if k not in now.fields
+    }
+    if errors is not None:
+        for key, message in errors.fields.items():
+            if key.startswith(prefix):
+                row.problems[key.removeprefix(prefix)] = message
+                row.missing.pop(key.removeprefix(prefix), None)
+    row.state_json = state_json(row)
+
+
+def check_answer(assignment, errors: LabelErrors | None = None) -> AnswerState:
+    schema = assignment.project.schema
+    now, needed = LabelErrors(), LabelErrors()
+    check_answer_label(assignment, schema=schema, complete=False, errors=now)
+    check_answer_label(assignment, schema=schema, complete=True, errors=needed)
+    problems = dict(now.fields)
+    if errors is not None:
+        problems.update({k: v for k, v in errors.fields.items() if k.startswith("answer.")})
+    missing = {k.split(".", 1)[1]: v for k, v in needed.fields.items() if k not in problems}
+    return AnswerState(problems, missing)
+
+
 def of(screen, errors: LabelErrors | None = None) -> TaskStatus:
-    """Check every claim of the screen (setting each row's `problems` and `missing`, and
-    its `state_json` for the page's script) and the answer. `errors` are a refused
+    """Check every claim of the screen and the answer; no query. `errors` are a refused
     submission's, shown instead of the draft checks."""
     schema = screen.assignment.project.schema
-    shown = screen.shown
     status = TaskStatus()
     for row in screen.claims:
-        now, needed = LabelErrors(), LabelErrors()
-        if row.label is not None:
-            check_claim_label(
-                row.label, row.claim, shown, schema=schema, complete=False, errors=now
-            )
-            check_claim_label(
-                row.label, row.claim, shown, schema=schema, complete=True, errors=needed
-            )
-        else:
-            needed.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
-        prefix = f"claim.{row.claim.ordinal}."
-        row.problems = {k.removeprefix(prefix): v for k, v in now.fields.items()}
-        row.missing = {
-            k.removeprefix(prefix): v for k, v in needed.fields.items() if k not in now.fields
-        }
-        if errors is not None:
-            row.problems.update(
-                {
-                    k.removeprefix(prefix): v
-                    for k, v in errors.fields.items()
-                    if k.startswith(prefix)
-                }
-            )
-        if row.problems or row.missing:
-            status.items.append(Item(row.claim.ordinal, [*row.problems, *row.missing]))
-        row.state_json = state_json(row)
-    now, needed = LabelErrors(), LabelErrors()
-    check_answer_label(screen.assignment, schema=schema, complete=False, errors=now)
-    check_answer_label(screen.assignment, schema=schema, complete=True, errors=needed)
-    status.answer_errors = dict(now.fields)
-    if errors is not None:
-        status.answer_errors.update(
-            {k: v for k, v in errors.fields.items() if k.startswith("answer.")}
-        )
-    answer_missing = [k.removeprefix("answer.") for k in {**needed.fields, **status.answer_errors}]
-    if answer_missing:
-        status.items.append(Item(None, answer_missing))
+        check_claim(row, screen.shown, schema, errors)
+        fields = list(dict.fromkeys([*row.problems, *row.missing]))
+        if fields:
+            status.items.append(Item(row.claim.ordinal, fields))
+    status.answer = check_answer(screen.assignment, errors)
+    if status.answer.fields:
+        status.items.append(Item(None, status.answer.fields))
     return status
 
 
@@ -137,5 +161,9 @@ def state_json(row) -> SafeString:
         "problems": row.problems,
         "missing": row.missing,
     }
+    return _attribute_json(data)
+
+
+def _attribute_json(data) -> SafeString:
     text = html.escape(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
     return mark_safe(text.replace("{", "&#123;").replace("}", "&#125;"))

@@ -45,15 +45,17 @@ def project_view(*roles: str):
     return decorator
 
 
-def task_view(view):
+def task_view(view=None, *, page: bool = True):
     """Resolve /p/<slug>/tasks/<number>/ to the reviewer's own assignment in one query (the
     project and the role come with it), or 404 -- for anyone else, and for a task that is not
-    theirs, alike."""
+    theirs, alike. `page=False` for a draft save, which needs less of it."""
+    if view is None:
+        return lambda view: task_view(view, page=page)
 
     @login_required
     @wraps(view)
     def wrapper(request, slug, number, *args, **kwargs):
-        assignment = selectors.reviewer_task(request.user, slug, number)
+        assignment = selectors.reviewer_task(request.user, slug, number, page=page)
         if assignment is None:
             raise Http404("Not found")
         return view(request, assignment.project, Role.REVIEWER, assignment, *args, **kwargs)
@@ -123,7 +125,8 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         "screen": screen,
         "progress": screen.progress,
         "status": status,
-        "errors": status.answer_errors,
+        "errors": status.answer.problems,
+        "answer_state": status.answer,
         "selected": chosen,
         # The passage controls (evidence, citation verdict) are set for the selected claim.
         "selected_evidence": set(label.evidence_ids) if label else set(),
@@ -136,19 +139,24 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         "reopenable": services.can_reopen(screen.assignment),
         "support_choices": SUPPORT_CHOICES[schema.support],
         # Which fields the project labels: a field that is off is not on the screen at all.
-        "on": {
-            **{name: schema.claim(name) for name in ("severity", "requires_evidence")},
-            **{name: schema.claim(name) for name in ("evidence", "citations")},
-            **{name: schema.answer(name) for name in ("relevance", "abstention")},
-            "failure_labels": schema.answer("failure_labels"),
-            "abstention_asked": schema.answer("abstention") and screen.answer.abstained,
-        },
+        "on": _fields_on(schema, screen.answer),
         "severity_choices": SEVERITY_CHOICES,
         "failure_labels": FAILURE_KEYS,
         "relevance_choices": [(v, t) for v, t in RELEVANCE_RUBRIC.items()],
         "shortcuts": getattr(screen.assignment, "single_key_shortcuts", True),
         "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
+    }
+
+
+def _fields_on(schema, answer) -> dict[str, bool]:
+    """Which fields the project labels: a field that is off is not on the screen at all."""
+    return {
+        **{name: schema.claim(name) for name in ("severity", "requires_evidence")},
+        **{name: schema.claim(name) for name in ("evidence", "citations")},
+        **{name: schema.answer(name) for name in ("relevance", "abstention")},
+        "failure_labels": schema.answer("failure_labels"),
+        "abstention_asked": schema.answer("abstention") and answer.abstained,
     }
 
 
@@ -223,49 +231,56 @@ def _version(request) -> int | None:
 
 
 @require_POST
-@task_view
+@task_view(page=False)
 def save_claim(request, project, role, assignment, index):
+    """A draft of one claim. The reply to the page's script is that claim alone (its mark and
+    its draft, problems and missing fields in data-label): the script derives the status
+    from every claim's; it never needs the other claims read again."""
     number = assignment.answer.task_number
-    screen = selectors.task_screen(assignment, progress=False)
-    row = next((r for r in screen.claims if r.claim.ordinal == index), None)
-    if row is None:
+    target = selectors.claim_to_save(assignment, index, request.POST.getlist("evidence_ids"))
+    if target is None:
         raise Http404("Not found")
     form = ClaimLabelForm(
         request.POST,
-        passage_ids=list(screen.shown),
-        cited_ids=[c.cited_id for c in row.citations],
+        passage_ids=list(target.shown),
+        cited_ids=[c.cited_id for c in target.citations],
     )
     if not form.is_valid():
         return HttpResponse(status=400)
     try:
-        row.label, _ = services.save_claim_label(
+        label, _ = services.save_claim_label(
             assignment=assignment,
-            claim=row.claim,
+            claim=target.claim,
             data=form.label_data(),
-            shown=screen.shown,
+            shown=target.shown,
             version=_version(request),
         )
     except services.StaleDraft as exc:
-        row.label = exc.current
-        return _stale(request, project, role, screen, exc, selected=index)
+        if not request.htmx:
+            return _stale_page(request, project, role, assignment, exc, selected=index)
+        target = selectors.claim_to_save(assignment, index, exc.current.evidence_ids)
+        return _claim_reply(request, assignment, target, exc.current, stale=str(exc))
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
         messages.success(request, f"Claim {index + 1} saved.")
         return redirect(f"{_task_url(project, number)}?claim={index}")
-    # The screen read before the save is current but for this label and the assignment the
-    # save locked and wrote (its save time).
-    screen.assignment = row.label.assignment
-    context = _screen_context(project, role, screen, row=row, row_text=_span_text(screen, row))
-    return render(request, "annotate/task.html#claim-saved", context)
+    return _claim_reply(request, assignment, target, label)
 
 
-def _span_text(screen, row) -> str:
-    return screen.answer.text[row.claim.start : row.claim.end]
+def _claim_reply(request, assignment, target, label, *, stale: str = ""):
+    row = selectors.ClaimRow(target.claim, label if label.pk or stale else None, target.citations)
+    task_status.check_claim(row, target.shown, assignment.project.schema)
+    context = {
+        "row": row,
+        "row_text": assignment.answer.text[row.claim.start : row.claim.end],
+        "stale": stale,
+    }
+    return render(request, "annotate/task.html#claim-saved", context, status=409 if stale else 200)
 
 
 @require_POST
-@task_view
+@task_view(page=False)
 def save_answer(request, project, role, assignment):
     number = assignment.answer.task_number
     form = AnswerLabelForm(request.POST)
@@ -276,32 +291,39 @@ def save_answer(request, project, role, assignment):
             assignment=assignment, data=form.cleaned_data, version=_version(request)
         )
     except services.StaleDraft as exc:
-        screen = selectors.task_screen(assignment, progress=False)
-        screen.assignment = exc.current
-        return _stale(request, project, role, screen, exc)
+        if not request.htmx:
+            return _stale_page(request, project, role, assignment, exc)
+        return _answer_reply(request, project, exc.current, stale=str(exc))
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
         messages.success(request, "Whole-answer labels saved.")
         return redirect(_task_url(project, number))
-    screen = selectors.task_screen(assignment, progress=False)
-    screen.assignment = saved  # the status bar counts the answer labels just saved
-    return render(
-        request, "annotate/task.html#answer-saved", _screen_context(project, role, screen)
-    )
+    return _answer_reply(request, project, saved)
 
 
-def _stale(request, project, role, screen, exc, *, selected=None):
-    """409: another tab saved first. The page (or, for a script-driven save, the partials)
-    shows what is stored now, and says that this change was not saved."""
-    if request.htmx:
-        context = _screen_context(project, role, screen, stale=str(exc))
-        part = "claim-saved" if selected is not None else "answer-saved"
-        if selected is not None:
-            context["row"] = row = screen.claims[selected]
-            context["row_text"] = _span_text(screen, row)
-        return render(request, f"annotate/task.html#{part}", context, status=409)
-    screen.progress = selectors.reviewer_progress(screen.assignment.reviewer_id, project)
+def _answer_reply(request, project, assignment, *, stale: str = ""):
+    answer_state = task_status.check_answer(assignment)
+    context = {
+        "project": project,
+        "screen": {"assignment": assignment, "answer": assignment.answer},
+        "errors": answer_state.problems,
+        "answer_state": answer_state,
+        "answer_field_names": [f for f in ANSWER_FIELDS if project.schema.answer(f)],
+        "on": _fields_on(project.schema, assignment.answer),
+        "relevance_choices": list(RELEVANCE_RUBRIC.items()),
+        "failure_labels": FAILURE_KEYS,
+        "editable": True,
+        "stale": stale,
+    }
+    return render(request, "annotate/task.html#answer-saved", context, status=409 if stale else 200)
+
+
+def _stale_page(request, project, role, assignment, exc, *, selected=None):
+    """409 for a form posted without the page's script: the page again, showing what is
+    stored now, and saying that this change was not saved."""
+    assignment = selectors.reviewer_task(request.user, project.slug, assignment.answer.task_number)
+    screen = selectors.task_screen(assignment)
     context = _screen_context(
         project, role, screen, selected=selected, skip_form=SkipForm(), stale=str(exc)
     )

@@ -239,6 +239,8 @@
       announce(answerForm().querySelector(".stale-message").textContent);
     } else if (response.ok) {
       applyParts(html);
+      const time = document.querySelector("#task-status .save-time");
+      if (time) time.textContent = "Saved " + new Date().toTimeString().slice(0, 8);
       announce(`${what} saved.`);
     } else {
       announce(`${what} not saved: ${html.trim() || response.statusText}`);
@@ -259,7 +261,51 @@
       if (old) old.replaceWith(part);
     });
     decorate();
+    refreshStatus();
     return text;
+  }
+
+  // The status bar, from every claim's state (data-label) and the answer's (#answer-state):
+  // the same words the server uses ("claim 2: quote missing; whole answer: relevance
+  // missing"), so a save's reply needs to carry only what it changed.
+  function refreshStatus() {
+    const status = document.getElementById("task-status");
+    if (!status) return;
+    const items = [];
+    const fieldsOf = (data) => Array.from(new Set([...Object.keys(data.problems), ...Object.keys(data.missing)]));
+    spans().forEach((span) => {
+      const fields = fieldsOf(JSON.parse(span.dataset.label));
+      if (fields.length) items.push({ item: span.dataset.claim, name: `claim ${Number(span.dataset.claim) + 1}`, fields });
+    });
+    const answer = document.getElementById("answer-state");
+    if (answer) {
+      const fields = fieldsOf(JSON.parse(answer.dataset.state));
+      if (fields.length) items.push({ item: "answer", name: "whole answer", fields });
+    }
+    const todo = status.querySelector(".to-do, .ready");
+    if (items.length) {
+      const words = items.slice(0, 3).map((i) =>
+        `${i.name}: ${Array.from(new Set(i.fields.map(fieldName))).join(", ")} missing`);
+      todo.className = "to-do";
+      todo.textContent = words.join("; ") + (items.length > 3 ? `; ${items.length - 3} more` : "");
+      status.dataset.firstItem = items[0].item;
+      status.dataset.firstField = items[0].fields[0];
+    } else {
+      todo.className = "ready";
+      todo.textContent = "ready to submit";
+      delete status.dataset.firstItem;
+      delete status.dataset.firstField;
+    }
+    const button = document.getElementById("submit-button");
+    if (button) {
+      if (items.length) {
+        button.setAttribute("aria-disabled", "true");
+        button.setAttribute("aria-describedby", "task-status");
+      } else {
+        button.removeAttribute("aria-disabled");
+        button.removeAttribute("aria-describedby");
+      }
+    }
   }
 
   function announce(text) {

@@ -71,6 +71,18 @@ STALE_ANSWER = (
 )
 
 
+def _locked(assignment: Assignment) -> Assignment:
+    """The assignment's row, locked for this transaction, with the caller's answer and
+    project (an assignment's never change, and a draft save is hot enough that joining them
+    again shows)."""
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if Assignment.answer.is_cached(assignment):
+        locked.answer = assignment.answer
+    if Assignment.project.is_cached(assignment):
+        locked.project = assignment.project
+    return locked
+
+
 def _touch(assignment: Assignment, now) -> None:
     gap = (now - assignment.touched_at).total_seconds()
     assignment.seconds_spent += int(max(0, min(gap, IDLE_CAP_SECONDS)))
@@ -236,11 +248,7 @@ def save_claim_label(
     the check (scripts written before versions existed).
 
     The label returned holds the assignment as locked and written (its save time)."""
-    assignment = (
-        Assignment.objects.select_for_update()
-        .select_related("answer", "project")
-        .get(pk=assignment.pk)
-    )
+    assignment = _locked(assignment)
     _editable(assignment)
     if claim.answer_id != assignment.answer_id:
         raise ServiceError("That claim is not part of this task.")
@@ -270,7 +278,7 @@ def save_claim_label(
     citations.update(default_citation_verdicts(claim, schema))
     label.citations = {k: v for k, v in citations.items() if v}
     label.version += 1
-    label.save()
+    label.save(force_insert=label.pk is None)
     _touch(assignment, timezone.now())
     assignment.save(update_fields=["seconds_spent", "touched_at"])
     label.assignment = assignment  # not re-read by the caller
@@ -299,11 +307,7 @@ def save_answer_label(
 ) -> tuple[Assignment, LabelErrors]:
     """Save a draft of the answer-level label; `version` as in save_claim_label (the
     assignment's draft_version)."""
-    assignment = (
-        Assignment.objects.select_for_update()
-        .select_related("answer", "project")
-        .get(pk=assignment.pk)
-    )
+    assignment = _locked(assignment)
     _editable(assignment)
     if version is not None and version != assignment.draft_version:
         raise StaleDraft(STALE_ANSWER, current=assignment)
