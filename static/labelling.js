@@ -434,17 +434,26 @@
   // -- so it listens to selectionchange, and takes the selection once it rests.
   document.addEventListener("selectionchange", () => {
     clearTimeout(quoteTimer);
-    if (!pointerDown) quoteTimer = setTimeout(takeSelection, 250);
+    quoteTimer = pointerDown ? null : setTimeout(() => { quoteTimer = null; takeSelection(); }, 250);
   });
   document.addEventListener("pointerdown", () => { pointerDown = true; });
   document.addEventListener("pointerup", (event) => {
     pointerDown = false;
     clearTimeout(quoteTimer);
+    quoteTimer = null;
     if (takeSelection() && event.pointerType === "mouse") {
       window.getSelection().removeAllRanges(); // the mark shows the quote instead
       highlight();
     }
   });
+
+  // A selection still settling is taken before anything else happens (a key, Enter).
+  function quoteNow() {
+    if (quoteTimer === null) return;
+    clearTimeout(quoteTimer);
+    quoteTimer = null;
+    takeSelection();
+  }
 
   function takeSelection() {
     const selection = window.getSelection();
@@ -510,15 +519,22 @@
     }
   });
 
+  // From a passage, p and P go to the next and previous one; from anywhere else, to the
+  // selected claim's first cited passage (else the first).
   function focusPassage(step) {
     const texts = passages.map((p) => p.querySelector(".passage-text"));
     if (!texts.length) return;
     const at = texts.indexOf(document.activeElement);
-    const from = at >= 0 ? at : passages.indexOf(currentPassage);
-    const next = texts[(from + step + texts.length * 2) % texts.length] || texts[0];
-    if (at < 0 && from < 0 && step < 0) texts[texts.length - 1].focus();
-    else next.focus();
-    const passage = document.activeElement.closest(".passage");
+    let target;
+    if (at >= 0) {
+      target = texts[(at + step + texts.length) % texts.length];
+    } else {
+      const cited = claimForm ? stateOf(selected).cited.find(([, found]) => found) : null;
+      const passage = cited ? passageOf(cited[0]) : null;
+      target = passage ? passage.querySelector(".passage-text") : texts[step < 0 ? texts.length - 1 : 0];
+    }
+    target.focus();
+    const passage = target.closest(".passage");
     currentPassage = passage;
     window.getSelection().collapse(firstText(document.activeElement), 0);
     announce(`Passage ${passage.dataset.passage}`);
@@ -565,6 +581,7 @@
   const fieldName = (name) => NAMES[name] || name;
 
   async function enter() {
+    quoteNow();
     await settled();
     const status = document.getElementById("task-status");
     const button = document.getElementById("submit-button");
@@ -717,6 +734,7 @@
     const el = document.activeElement;
     const key = event.key;
     if (caretKeys(event)) return;
+    if (!["Shift", "Control", "Alt", "Meta"].includes(key)) quoteNow();
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (textLike(el)) {
       if (key === "Escape") {
