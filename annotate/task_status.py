@@ -26,7 +26,7 @@ FIELD_NAMES = {
     "abstention": "abstention",
     "failure_labels": "failure labels",
 }
-SHOWN_ITEMS = 3  # the status names this many unfinished items, then counts the rest
+SHOWN_ITEMS = 2  # the status names this many unfinished items, then counts the rest
 
 
 @dataclass

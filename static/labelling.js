@@ -284,10 +284,10 @@
     }
     const todo = status.querySelector(".to-do, .ready");
     if (items.length) {
-      const words = items.slice(0, 3).map((i) =>
+      const words = items.slice(0, 2).map((i) =>
         `${i.name}: ${Array.from(new Set(i.fields.map(fieldName))).join(", ")} missing`);
       todo.className = "to-do";
-      todo.textContent = words.join("; ") + (items.length > 3 ? `; ${items.length - 3} more` : "");
+      todo.textContent = words.join("; ") + (items.length > 2 ? `; ${items.length - 2} more` : "");
       status.dataset.firstItem = items[0].item;
       status.dataset.firstField = items[0].fields[0];
     } else {

@@ -13,7 +13,7 @@ from annotate.models import Project, Role
 from annotate.services import add_member, import_labels, open_labelling
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
-from tests.conftest import FIXTURES, import_fixture, login, screenshot
+from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -59,6 +59,22 @@ def test_screenshots_of_the_reviewer_screen(browser, live_server, demo, outsider
         page.wait_for_function("() => !document.querySelector('.htmx-request')")
         screenshot(page, f"labelling-{width}")
         no_horizontal_scroll(page)
+        # The sticky task bar never covers the control that has focus (scroll-padding).
+        bar = page.locator("#task-bar")
+        for key, focused in (("q", "#quote"), ("n", "#claim-note"), ("N", "#answer-note")):
+            page.locator(".question-text").click()
+            page.keyboard.press(key)
+            expect(page.locator(focused)).to_be_focused()
+            page.wait_for_timeout(100)  # the scroll that focus causes
+            control, cover = page.locator(focused).bounding_box(), bar.bounding_box()
+            assert control["y"] + control["height"] <= cover["y"] + 1, (size, focused)
+        page.keyboard.press("Escape")
+        page.keyboard.press("p")
+        page.wait_for_timeout(100)
+        control = page.locator(".passage-text:focus").bounding_box()
+        assert control["y"] + min(control["height"], 40) <= bar.bounding_box()["y"] + 1
+        # the window as the reviewer sees it, a passage focused above the bar
+        page.screenshot(path=str(ARTIFACTS / f"labelling-{width}-focus.png"))
     finally:
         context.close()
 
@@ -74,8 +90,8 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
         page = context.new_page()
         login(page, lead)
         page.goto("/p/demo/adjudicate/")
-        page.locator("a[href^='/p/demo/adjudicate/']").first.click()
-        page.wait_for_load_state("load")
+        page.locator("table a[href^='/p/demo/adjudicate/']").first.click()
+        page.wait_for_url(re.compile(r"/p/demo/adjudicate/\d+/$"))
         shots = [
             ("adjudication", None),
             ("agreement", "/p/demo/agreement/"),
