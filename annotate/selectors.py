@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, F, Func, OuterRef, Prefetch, Q, Subquery, Value
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -152,12 +152,15 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     still a reviewer of that project. None means 404. For the page (`page`), the case (the
     question) and the reviewer's shortcut preference ride along, so the page needs no query
     of its own for them; a draft save needs neither."""
-    still_reviewer = Membership.objects.filter(
-        project=OuterRef("project_id"), user=user, role=Role.REVIEWER
-    )
+    # Joined through the project's memberships, unique per (project, user): at most one row.
     found = (
         Assignment.objects.for_reviewer(user)
-        .filter(Exists(still_reviewer), project__slug=slug, answer__task_number=task_number)
+        .filter(
+            project__slug=slug,
+            answer__task_number=task_number,
+            project__memberships__user=user,
+            project__memberships__role=Role.REVIEWER,
+        )
         .exclude(status=Assignment.Status.RELEASED)
     )
     if page:
@@ -210,25 +213,30 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
     of claims and passages (four, and one more for the progress counts). Deliberately never
     touches the variant or the answer id."""
     answer = assignment.answer
+    # Citations without their passages: those are the retrieved ones, already loaded below
+    # (joined again, a 60-claim answer would load its passages' texts 60 times).
     claims = list(
         Claim.objects.filter(answer=answer)
         .order_by("ordinal")
-        .prefetch_related(
-            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
-        )
+        .prefetch_related(Prefetch("citations", queryset=Citation.objects.order_by("ordinal")))
     )
     labels = {label.claim_id: label for label in assignment.claim_labels.all()}
     retrieved = list(
         RetrievedPassage.objects.filter(answer=answer).select_related("passage").order_by("rank")
     )
     rows = [PassageRow(r.passage, r.rank, r.in_prompt, True) for r in retrieved]
-    shown = {r.passage.passage_id for r in rows}
+    by_pk = {r.passage.pk: r.passage for r in retrieved}
     claim_rows = [ClaimRow(c, labels.get(c.pk), list(c.citations.all())) for c in claims]
-    for row in claim_rows:
-        for citation in row.citations:
-            if citation.passage is not None and citation.passage.passage_id not in shown:
-                rows.append(PassageRow(citation.passage, None, False, False))
-                shown.add(citation.passage.passage_id)
+    cited = [c for row in claim_rows for c in row.citations if c.passage_id is not None]
+    missing = {c.passage_id for c in cited} - set(by_pk)
+    if missing:  # cited but not retrieved: shown after the retrieved ones (one more query)
+        extra = Passage.objects.in_bulk(missing)
+        for citation in cited:
+            if citation.passage_id in extra and citation.passage_id not in by_pk:
+                rows.append(PassageRow(extra[citation.passage_id], None, False, False))
+                by_pk[citation.passage_id] = extra[citation.passage_id]
+    for citation in cited:
+        citation.passage = by_pk[citation.passage_id]
     return TaskScreen(
         assignment=assignment,
         answer=answer,
@@ -242,36 +250,37 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
     )
 
 
-def _count(queryset) -> Coalesce:
-    """COUNT(*) of a filtered queryset as a scalar subquery. Not .annotate(Count()) over a
-    GROUP BY: grouped, PostgreSQL's planner may count every project's rows in a sequential
-    scan and keep one group; filtered, it counts the project's rows through an index."""
-    counted = queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n")
-    return Coalesce(Subquery(counted), 0)
-
-
 def reviewer_progress(user, project: Project) -> Progress:
-    """The reviewer's Progress in two queries, each bounded by an index: their own
-    assignments by (project, reviewer, status); the answers still open to them by (project,
-    task_number), each checked through (answer, reviewer) and (answer, status). Filtered
-    counts, not a GROUP BY over the table (which PostgreSQL may answer with a sequential
-    scan of every project's rows)."""
+    """The reviewer's Progress in three counts, each bounded by an index on the project:
+    their own assignments by status; the project's numbered answers; and the answers whose
+    slots others have filled (grouped over the project's assignments). What is open to the
+    reviewer is the answers less those two kinds. Filtered by project, never grouped over a
+    whole table (which PostgreSQL may answer with a sequential scan of every project's rows);
+    one pass over the project's assignments, never one probe per answer."""
     user_id = getattr(user, "pk", user)
     Status = Assignment.Status
     mine = Assignment.objects.filter(project=project, reviewer=user_id).aggregate(
+        taken=Count("pk"),
         submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),
         in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
     )
-    holders = Assignment.objects.holding().filter(answer=OuterRef("pk"))
-    taken_by_me = Assignment.objects.filter(answer=OuterRef("pk"), reviewer=user_id)
-    available = (
-        Answer.objects.filter(project=project, task_number__isnull=False)
-        .exclude(Exists(taken_by_me))
-        .annotate(holders=_count(holders))
-        .filter(holders__lt=project.overlap)
+    numbered = Answer.objects.filter(project=project, task_number__isnull=False).count()
+    full_without_me = (
+        Assignment.objects.filter(project=project)
+        .values("answer")
+        .annotate(
+            holders=Count("pk", filter=~Q(status=Status.RELEASED)),
+            mine=Count("pk", filter=Q(reviewer=user_id)),
+        )
+        .filter(holders__gte=project.overlap, mine=0)
+        .order_by()
         .count()
     )
-    return Progress(available=available, **mine)
+    return Progress(
+        submitted=mine["submitted"],
+        in_progress=mine["in_progress"],
+        available=max(0, numbered - mine["taken"] - full_without_me),
+    )
 
 
 def segments(text: str, rows: list[ClaimRow]) -> list[Segment]:

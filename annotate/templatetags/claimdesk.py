@@ -127,3 +127,32 @@ def choice_inputs(kind: str, name: str, options, selected):
             f"{checked}><span>{kbd}{_escape(text)}</span></label>"
         )
     return mark_safe("".join(parts))
+
+
+@register.simple_tag
+def claim_link(row, text: str, selected=None, oob: bool = False):
+    """One claim in the answer text: a link to its editor (?claim=N, so the page works
+    without JavaScript) carrying its own draft as data-label, with a mark of its support
+    label -- dashed with "…" while the claim still lacks something. Built in Python: the
+    page has one per claim, and as a template partial they were most of its rendering."""
+    ordinal = row.claim.ordinal
+    state = row.state
+    classes = ["claim", state]
+    if not row.complete:
+        classes.append("incomplete")
+    if selected is not None and not oob and ordinal == selected.claim.ordinal:
+        classes.append("selected")
+    mark = ""
+    if state != "unlabelled":
+        hint = ", incomplete" if not row.complete else ""
+        mark = (
+            f'<span class="label-mark {state}{" incomplete" if not row.complete else ""}">'
+            f'<span class="visually-hidden">{_escape(row.label.get_support_display())}{hint}'
+            "</span></span>"
+        )
+    oob_attr = ' hx-swap-oob="true"' if oob else ""
+    return mark_safe(
+        f'<a class="{" ".join(classes)}" id="claim-span-{ordinal}" href="?claim={ordinal}" '
+        f'data-claim="{ordinal}" data-label="{row.state_json}"{oob_attr}>'
+        f'<span class="claim-number">{ordinal + 1}</span>{_escape(text)}{mark}</a>'
+    )

@@ -329,12 +329,13 @@ def _queries(captured) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_the_labelling_page_costs_nine_queries_and_little_html_per_claim(
+def test_the_labelling_page_costs_ten_queries_and_little_html_per_claim(
     client, open_team, reviewer_a
 ):
-    """10 and 60 claims over 10 passages: the same nine queries (session, user, assignment;
-    claims, citations, labels, passages; the reviewer's counts, the answers open to them),
-    and no claim repeats the passages' controls: 60 claims stay far under 120 KB."""
+    """10 and 60 claims over 10 passages: the same ten queries (session, user, assignment;
+    claims, citations, labels, passages; the reviewer's own counts, the project's answers,
+    the answers others have filled), and no claim repeats the passages' controls: 60 claims
+    stay far under 120 KB."""
     client_for(client, reviewer_a)
     counts, sizes = [], []
     for number, claims in enumerate((10, 60), start=1):
@@ -352,7 +353,7 @@ def test_the_labelling_page_costs_nine_queries_and_little_html_per_claim(
         counts.append(_queries(captured))
         sizes.append(len(page.content))
         Assignment.objects.filter(pk=assignment.pk).update(status="released")
-    assert len(counts[0]) == len(counts[1]) == 9, counts
+    assert len(counts[0]) == len(counts[1]) == 10, counts
     assert sizes[1] < 120_000, sizes
     # the passages' evidence boxes are on the page once, not once per claim
     assert page.content.decode().count('name="evidence_ids"') == 10
@@ -409,3 +410,39 @@ def test_the_status_names_what_each_claim_still_needs_and_says_saved_only_after_
     page = client.get(task_url(open_team, assignment)).content.decode()
     assert "claim 1: evidence passage, quote missing" in page
     assert "Saved " in page
+
+
+@pytest.mark.django_db
+def test_progress_counts_what_the_queue_will_really_give_and_reaches_its_end(
+    open_team, reviewer_a, reviewer_b
+):
+    """'x/60 you' could never reach 60 when others filled the overlap: the reviewer's
+    progress counts the answers the queue can still give them, so labelling everything it
+    gives ends with submitted == reachable, whatever the co-reviewer took first."""
+    from annotate.selectors import reviewer_progress
+
+    for _ in range(3):  # bob fills some answers first
+        taken = next_task(project=open_team, reviewer=reviewer_b)
+        label_everything(taken)
+        submit_labels(assignment=taken)
+    third = add_member_for(open_team, "carl")
+    for _ in range(2):  # and carl takes some, so some answers have no slot left for alice
+        taken = next_task(project=open_team, reviewer=third)
+        label_everything(taken)
+        submit_labels(assignment=taken)
+    start = reviewer_progress(reviewer_a, open_team)
+    assert start.submitted == 0 and start.reachable == start.available
+    given = 0
+    while (task := next_task(project=open_team, reviewer=reviewer_a)) is not None:
+        given += 1
+        label_everything(task)
+        submit_labels(assignment=task)
+    end = reviewer_progress(reviewer_a, open_team)
+    assert given == start.available
+    assert end.submitted == end.reachable == given and end.available == 0
+
+
+def add_member_for(project, username):
+    from annotate.services import add_member
+
+    return add_member(project=project, username=username, role="reviewer").user
