@@ -131,7 +131,9 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         # The passage controls (evidence, citation verdict) are set for the selected claim.
         "selected_evidence": set(label.evidence_ids) if label else set(),
         "selected_cited": {c.cited_id for c in chosen.citations} if chosen else set(),
-        "selected_quotes": [(label.evidence_quote, "")] if label and label.evidence_quote else [],
+        "selected_quotes": [(label.evidence_quote, "quote")]
+        if label and label.evidence_quote
+        else [],
         "claims_url": reverse("save_claim", args=[project.slug, number, 0])[: -len("0/")],
         "answer_field_names": [f for f in ANSWER_FIELDS if schema.answer(f)],
         "rubric": RELEVANCE_RUBRIC,
