@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Value
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -251,35 +251,36 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
 
 
 def reviewer_progress(user, project: Project) -> Progress:
-    """The reviewer's Progress in three counts, each bounded by an index on the project:
-    their own assignments by status; the project's numbered answers; and the answers whose
-    slots others have filled (grouped over the project's assignments). What is open to the
-    reviewer is the answers less those two kinds. Filtered by project, never grouped over a
-    whole table (which PostgreSQL may answer with a sequential scan of every project's rows);
-    one pass over the project's assignments, never one probe per answer."""
+    """The reviewer's Progress in two queries, each bounded by the project's indexes: the
+    project's numbered answers; and one pass over the project's assignments, grouped by
+    answer, that counts the reviewer's own (by status) and the answers others have filled.
+    What is open to the reviewer is the answers less those two kinds. Filtered by project,
+    never grouped over a whole table (which PostgreSQL may answer with a sequential scan of
+    every project's rows), and never one probe per answer."""
     user_id = getattr(user, "pk", user)
     Status = Assignment.Status
-    mine = Assignment.objects.filter(project=project, reviewer=user_id).aggregate(
-        taken=Count("pk"),
-        submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),
-        in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
-    )
     numbered = Answer.objects.filter(project=project, task_number__isnull=False).count()
-    full_without_me = (
+    per_answer = (
         Assignment.objects.filter(project=project)
         .values("answer")
         .annotate(
             holders=Count("pk", filter=~Q(status=Status.RELEASED)),
             mine=Count("pk", filter=Q(reviewer=user_id)),
+            mine_submitted=Count("pk", filter=Q(reviewer=user_id, status=Status.SUBMITTED)),
+            mine_open=Count("pk", filter=Q(reviewer=user_id, status=Status.IN_PROGRESS)),
         )
-        .filter(holders__gte=project.overlap, mine=0)
         .order_by()
-        .count()
+    )
+    totals = per_answer.aggregate(
+        taken=Coalesce(Sum("mine"), 0),
+        submitted=Coalesce(Sum("mine_submitted"), 0),
+        in_progress=Coalesce(Sum("mine_open"), 0),
+        full_without_me=Count("answer", filter=Q(holders__gte=project.overlap, mine=0)),
     )
     return Progress(
-        submitted=mine["submitted"],
-        in_progress=mine["in_progress"],
-        available=max(0, numbered - mine["taken"] - full_without_me),
+        submitted=totals["submitted"],
+        in_progress=totals["in_progress"],
+        available=max(0, numbered - totals["taken"] - totals["full_without_me"]),
     )
 
 

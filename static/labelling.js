@@ -217,6 +217,7 @@
         body: body,
         headers: { "HX-Request": "true" },
         credentials: "same-origin",
+        keepalive: true, // a save started as the page is left still arrives
       });
     } catch (error) {
       announce(`${what} not saved: the server cannot be reached. Your change stays on this page.`);
