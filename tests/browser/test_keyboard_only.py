@@ -176,3 +176,25 @@ def test_keys_never_steal_from_a_control_and_can_be_turned_off(page, demo, revie
     expect(form.locator("input[name=support][value=insufficient_evidence]")).not_to_be_checked()
     page.keyboard.press("ArrowDown")  # not a character key: still works
     expect(form).to_have_attribute("data-claim", "1")
+
+
+def test_abstention_has_its_key_and_saves_are_announced_politely(page, demo, reviewer_a):
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "4nf/baseline")  # the answer declines
+    open_task(page, task)
+    announcer = page.locator("#announcer")
+    expect(announcer).to_have_attribute("aria-live", "polite")
+    announcer.evaluate("node => { node.dataset.original = 'yes'; }")
+    page.keyboard.press("a")
+    form = page.locator("#answer-form")
+    expect(form.locator("input[name=abstention][value=appropriate]")).to_be_checked()
+    expect(announcer).to_contain_text("Whole answer saved")
+    page.keyboard.press("a")
+    expect(form.locator("input[name=abstention][value=unnecessary]")).to_be_checked()
+    page.keyboard.press("1")
+    expect(announcer).to_contain_text("Claim 1 saved")
+    # the same element throughout: a region replaced on each save is not reliably read out
+    expect(page.locator("#announcer[data-original=yes]")).to_have_count(1)
+    page.wait_for_function("() => document.body.dataset.saving === '0'")
+    task.refresh_from_db()
+    assert task.abstention == "unnecessary"
