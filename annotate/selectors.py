@@ -185,11 +185,10 @@ class ClaimToSave:
 
 
 def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSave | None:
+    # The checks need to know whether a citation resolves (passage_id), not its passage.
     claim = (
         Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
-        .prefetch_related(
-            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
-        )
+        .prefetch_related("citations")
         .first()
     )
     if claim is None:

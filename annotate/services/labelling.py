@@ -135,7 +135,7 @@ def check_claim_label(
         for cited_id, verdict in label.citations.items():
             if cited_id not in cited:
                 errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
-            elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
+            elif cited[cited_id].passage_id is None and verdict != CitationVerdict.NOT_FOUND:
                 errors.add(
                     f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
                 )
@@ -154,7 +154,7 @@ def check_claim_label(
         if not label.evidence_quote.strip():
             errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
     for cited_id, citation in cited.items():
-        if citation.passage is not None and not label.citations.get(cited_id):
+        if citation.passage_id is not None and not label.citations.get(cited_id):
             errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
 
 
@@ -226,7 +226,7 @@ def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, st
     if not schema.claim("citations"):
         return {}
     return {
-        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage is None
+        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage_id is None
     }
 
 
