@@ -398,6 +398,9 @@ class Assignment(models.Model):
     failure_labels = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
     revision = models.PositiveIntegerField(default=0, help_text="How many times submitted.")
+    # The answer-level draft's save counter. A save names the version it was made from; one
+    # naming an older version (another tab saved in between) is refused, never applied.
+    draft_version = models.PositiveIntegerField(default=0)
 
     objects = AssignmentQuerySet.as_manager()
     # Status changes (taken, submitted, reopened, released) and imported label sets. A draft
@@ -434,6 +437,8 @@ class ClaimLabel(models.Model):
     evidence_quote = models.TextField(blank=True)
     citations = models.JSONField(default=dict, blank=True, help_text="cited id -> verdict")
     note = models.TextField(blank=True)
+    # How many times this draft was saved (see Assignment.draft_version).
+    version = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["assignment_id", "claim_id"]
@@ -443,6 +448,24 @@ class ClaimLabel(models.Model):
 
     def __str__(self) -> str:
         return f"label {self.pk}"
+
+
+class Preferences(models.Model):
+    """A person's settings for the labelling screen. No row means the defaults."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="claimdesk_preferences"
+    )
+    # WCAG 2.1.4: single-key shortcuts can be turned off (speech input users type letters).
+    single_key_shortcuts = models.BooleanField(
+        default=True, help_text="Letter and number keys act on the labelling screen."
+    )
+
+    class Meta:
+        verbose_name_plural = "preferences"
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user}"
 
 
 class LabelRevision(models.Model):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -24,6 +24,7 @@ from annotate.models import (
     Decision,
     Membership,
     Passage,
+    Preferences,
     Project,
     RetrievedPassage,
     Role,
@@ -64,6 +65,10 @@ class ClaimRow:
     claim: Claim
     label: ClaimLabel | None
     citations: list[Citation]
+    # Set by the view from the label services' checks: field -> message. `problems` are what
+    # is wrong now, `missing` what a submission still needs.
+    problems: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -72,6 +77,14 @@ class ClaimRow:
         # A binary project's "unsupported" wears the contradicted mark (✗): not supported.
         css = {"insufficient_evidence": "insufficient", "unsupported": "contradicted"}
         return css.get(support, support) or "unlabelled"
+
+    @property
+    def version(self) -> int:
+        return self.label.version if self.label else 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.problems
 
 
 @dataclass
@@ -89,6 +102,22 @@ class PassageRow:
 
 
 @dataclass
+class Progress:
+    """A reviewer's own progress in a project, in numbers they can reach: what they have
+    submitted, and what the queue can still give them (answers they have not taken that
+    still lack a reviewer). Nothing in it moves when another reviewer acts on an answer this
+    reviewer holds, so it reveals nothing about the co-reviewer."""
+
+    submitted: int = 0
+    in_progress: int = 0
+    available: int = 0
+
+    @property
+    def reachable(self) -> int:
+        return self.submitted + self.in_progress + self.available
+
+
+@dataclass
 class TaskScreen:
     assignment: Assignment
     answer: Answer
@@ -96,11 +125,8 @@ class TaskScreen:
     segments: list[Segment]
     claims: list[ClaimRow]
     passages: list[PassageRow]
-    # The progress bar's counts; None when the caller did not ask for them (a draft save).
-    total_tasks: int | None = None
-    done_by_me: int | None = None
-    project_done: int | None = None
-    project_slots: int | None = None
+    # None when the caller did not ask for it (a draft save).
+    progress: Progress | None = None
 
     @cached_property
     def shown(self) -> dict[str, Passage]:
@@ -120,20 +146,65 @@ def task_for_reviewer(user, project: Project, task_number: int) -> Assignment | 
     )
 
 
-def reviewer_task(user, slug: str, task_number: int) -> Assignment | None:
+def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> Assignment | None:
     """task_for_reviewer for a request that names the project by slug: the user's own
-    assignment, with its project, answer and case, in one query -- and only while the user is
-    still a reviewer of that project. None means 404."""
-    still_reviewer = Membership.objects.filter(
-        project=OuterRef("project_id"), user=user, role=Role.REVIEWER
-    )
-    return (
+    assignment, with its project and answer, in one query -- and only while the user is
+    still a reviewer of that project. None means 404. For the page (`page`), the case (the
+    question) and the reviewer's shortcut preference ride along, so the page needs no query
+    of its own for them; a draft save needs neither."""
+    # Joined through the project's memberships, unique per (project, user): at most one row.
+    found = (
         Assignment.objects.for_reviewer(user)
-        .filter(Exists(still_reviewer), project__slug=slug, answer__task_number=task_number)
+        .filter(
+            project__slug=slug,
+            answer__task_number=task_number,
+            project__memberships__user=user,
+            project__memberships__role=Role.REVIEWER,
+        )
         .exclude(status=Assignment.Status.RELEASED)
-        .select_related("answer__case", "project")
+    )
+    if page:
+        shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
+        found = found.select_related("answer__case", "project").annotate(
+            single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True))
+        )
+    else:
+        found = found.select_related("answer", "project")
+    return found.first()
+
+
+@dataclass
+class ClaimToSave:
+    """What a draft save of one claim reads: the claim, its citations, and those of the
+    posted evidence passages that are on the task's screen (the quote is checked against
+    them). Nothing about the other claims: the reply carries only this claim's state."""
+
+    claim: Claim
+    citations: list[Citation]
+    shown: dict[str, Passage]
+
+
+def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSave | None:
+    # The checks need to know whether a citation resolves (passage_id), not its passage.
+    claim = (
+        Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
+        .prefetch_related("citations")
         .first()
     )
+    if claim is None:
+        return None
+    shown = {}
+    if evidence_ids:
+        answer = assignment.answer_id
+        retrieved = RetrievedPassage.objects.filter(answer_id=answer, passage=OuterRef("pk"))
+        cited = Citation.objects.filter(claim__answer_id=answer, passage=OuterRef("pk"))
+        on_screen = Passage.objects.filter(
+            Q(Exists(retrieved)) | Q(Exists(cited)),
+            project_id=assignment.project_id,
+            passage_id__in=list(evidence_ids),
+        )
+        shown = {p.passage_id: p for p in on_screen}
+    return ClaimToSave(claim, list(claim.citations.all()), shown)
 
 
 def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
@@ -141,59 +212,74 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
     of claims and passages (four, and one more for the progress counts). Deliberately never
     touches the variant or the answer id."""
     answer = assignment.answer
+    # Citations without their passages: those are the retrieved ones, already loaded below
+    # (joined again, a 60-claim answer would load its passages' texts 60 times).
     claims = list(
         Claim.objects.filter(answer=answer)
         .order_by("ordinal")
-        .prefetch_related(
-            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
-        )
+        .prefetch_related(Prefetch("citations", queryset=Citation.objects.order_by("ordinal")))
     )
     labels = {label.claim_id: label for label in assignment.claim_labels.all()}
     retrieved = list(
         RetrievedPassage.objects.filter(answer=answer).select_related("passage").order_by("rank")
     )
     rows = [PassageRow(r.passage, r.rank, r.in_prompt, True) for r in retrieved]
-    shown = {r.passage.passage_id for r in rows}
+    by_pk = {r.passage.pk: r.passage for r in retrieved}
     claim_rows = [ClaimRow(c, labels.get(c.pk), list(c.citations.all())) for c in claims]
-    for row in claim_rows:
-        for citation in row.citations:
-            if citation.passage is not None and citation.passage.passage_id not in shown:
-                rows.append(PassageRow(citation.passage, None, False, False))
-                shown.add(citation.passage.passage_id)
-    screen = TaskScreen(
+    cited = [c for row in claim_rows for c in row.citations if c.passage_id is not None]
+    missing = {c.passage_id for c in cited} - set(by_pk)
+    if missing:  # cited but not retrieved: shown after the retrieved ones (one more query)
+        extra = Passage.objects.in_bulk(missing)
+        for citation in cited:
+            if citation.passage_id in extra and citation.passage_id not in by_pk:
+                rows.append(PassageRow(extra[citation.passage_id], None, False, False))
+                by_pk[citation.passage_id] = extra[citation.passage_id]
+    for citation in cited:
+        citation.passage = by_pk[citation.passage_id]
+    return TaskScreen(
         assignment=assignment,
         answer=answer,
         question=answer.case.question,
         segments=segments(answer.text, claim_rows),
         claims=claim_rows,
         passages=rows,
+        progress=reviewer_progress(assignment.reviewer_id, assignment.project)
+        if progress
+        else None,
     )
-    if progress:
-        counts = progress_counts(assignment)
-        screen.total_tasks = counts["total"]
-        screen.done_by_me = counts["mine"]
-        screen.project_done = counts["done"]
-        screen.project_slots = counts["total"] * assignment.project.overlap
-    return screen
 
 
-def progress_counts(assignment: Assignment) -> dict[str, int]:
-    """The project's tasks, its submitted assignments, and this reviewer's: one query."""
-    project = assignment.project_id
-    submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
-
-    def count(queryset) -> Coalesce:
-        grouped = queryset.order_by().values("project").annotate(n=Count("pk")).values("n")
-        return Coalesce(Subquery(grouped), 0)  # no rows at all is no group: 0, not NULL
-
-    return (
-        Project.objects.filter(pk=project)
-        .values(
-            total=count(Answer.objects.filter(project=project, task_number__isnull=False)),
-            done=count(submitted),
-            mine=count(submitted.filter(reviewer=assignment.reviewer_id)),
+def reviewer_progress(user, project: Project) -> Progress:
+    """The reviewer's Progress in two queries, each bounded by the project's indexes: the
+    project's numbered answers; and one pass over the project's assignments, grouped by
+    answer, that counts the reviewer's own (by status) and the answers others have filled.
+    What is open to the reviewer is the answers less those two kinds. Filtered by project,
+    never grouped over a whole table (which PostgreSQL may answer with a sequential scan of
+    every project's rows), and never one probe per answer."""
+    user_id = getattr(user, "pk", user)
+    Status = Assignment.Status
+    numbered = Answer.objects.filter(project=project, task_number__isnull=False).count()
+    per_answer = (
+        Assignment.objects.filter(project=project)
+        .values("answer")
+        .annotate(
+            holders=Count("pk", filter=~Q(status=Status.RELEASED)),
+            mine=Count("pk", filter=Q(reviewer=user_id)),
+            mine_submitted=Count("pk", filter=Q(reviewer=user_id, status=Status.SUBMITTED)),
+            mine_open=Count("pk", filter=Q(reviewer=user_id, status=Status.IN_PROGRESS)),
         )
-        .get()
+        .order_by()
+    )
+    totals = per_answer.aggregate(
+        taken=Coalesce(Sum("mine"), 0),
+        submitted=Coalesce(Sum("mine_submitted"), 0),
+        in_progress=Coalesce(Sum("mine_open"), 0),
+        full_without_me=Count("answer", filter=Q(holders__gte=project.overlap, mine=0)),
+    )
+    return Progress(
+        submitted=totals["submitted"],
+        in_progress=totals["in_progress"],
+        available=max(0, numbered - totals["taken"] - totals["full_without_me"]),
     )
 
 
@@ -212,15 +298,20 @@ def segments(text: str, rows: list[ClaimRow]) -> list[Segment]:
     return out
 
 
-def reviewer_progress(user, project: Project) -> dict:
-    mine = Assignment.objects.for_reviewer(user).filter(project=project)
-    return {
-        "submitted": mine.filter(status=Assignment.Status.SUBMITTED).count(),
-        "in_progress": mine.filter(status=Assignment.Status.IN_PROGRESS)
+def task_in_progress(user, project: Project) -> Assignment | None:
+    return (
+        Assignment.objects.for_reviewer(user)
+        .filter(project=project, status=Assignment.Status.IN_PROGRESS)
         .select_related("answer")
-        .first(),
-        "total": project.answers.filter(task_number__isnull=False).count(),
-    }
+        .order_by("taken_at")
+        .first()
+    )
+
+
+def single_key_shortcuts(user) -> bool:
+    """The person's preference (on unless they turned it off)."""
+    found = Preferences.objects.filter(user=user).values_list("single_key_shortcuts", flat=True)
+    return next(iter(found), True)
 
 
 def my_submitted_tasks(user, project: Project):

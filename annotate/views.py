@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
@@ -13,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import exports, gold, selectors, services
+from annotate import exports, gold, selectors, services, task_status
 from annotate.forms import AnswerLabelForm, ClaimLabelForm, GoldExportForm, SkipForm
 from annotate.models import (
     FAILURE_LABELS,
@@ -44,15 +45,17 @@ def project_view(*roles: str):
     return decorator
 
 
-def task_view(view):
+def task_view(view=None, *, page: bool = True):
     """Resolve /p/<slug>/tasks/<number>/ to the reviewer's own assignment in one query (the
     project and the role come with it), or 404 -- for anyone else, and for a task that is not
-    theirs, alike."""
+    theirs, alike. `page=False` for a draft save, which needs less of it."""
+    if view is None:
+        return lambda view: task_view(view, page=page)
 
     @login_required
     @wraps(view)
     def wrapper(request, slug, number, *args, **kwargs):
-        assignment = selectors.reviewer_task(request.user, slug, number)
+        assignment = selectors.reviewer_task(request.user, slug, number, page=page)
         if assignment is None:
             raise Http404("Not found")
         return view(request, assignment.project, Role.REVIEWER, assignment, *args, **kwargs)
@@ -69,11 +72,16 @@ def home(request):
 def project_page(request, project, role):
     if role == Role.LEAD:
         return redirect("project_setup", slug=project.slug)
-    progress = selectors.reviewer_progress(request.user, project)
     return render(
         request,
         "annotate/reviewer_home.html",
-        {"project": project, "role": role, "progress": progress},
+        {
+            "project": project,
+            "role": role,
+            "progress": selectors.reviewer_progress(request.user, project),
+            "current": selectors.task_in_progress(request.user, project),
+            "reopen_minutes": settings.CLAIMDESK_REOPEN_MINUTES,
+        },
     )
 
 
@@ -100,47 +108,64 @@ def queue_empty(request, project, role):
     )
 
 
-def _screen_context(project, role, screen, errors=None, **extra):
+def _screen_context(project, role, screen, errors=None, *, selected=None, **extra):
+    """The labelling page's context. `errors`: the field errors to show (a refused submission
+    passes its own); `selected`: the claim whose editor the page renders (?claim=N)."""
     schema = project.schema
-    if errors is None:
-        errors = services.screen_errors(screen, complete=False)
-    missing = services.screen_errors(screen, complete=True)
+    status = task_status.of(screen, errors)
+    rows = screen.claims
+    if selected is None or not 0 <= selected < len(rows):
+        selected = next((r.claim.ordinal for r in rows if not r.complete), 0)
+    chosen = rows[selected] if rows else None
+    label = chosen.label if chosen else None
+    number = screen.answer.task_number
     return {
         "project": project,
         "role": role,
         "screen": screen,
-        "errors": errors.fields,
-        # Items (claims, the answer) still to finish, not fields: choosing "supported" on a
-        # claim that needs evidence must not make the count go up.
-        "missing": len({key.rsplit(".", 1)[0] for key in missing.fields}),
-        "complete": not missing,
+        "progress": screen.progress,
+        "status": status,
+        "errors": status.answer.problems,
+        "answer_state": status.answer,
+        "selected": chosen,
+        # The passage controls (evidence, citation verdict) are set for the selected claim.
+        "selected_evidence": set(label.evidence_ids) if label else set(),
+        "selected_cited": {c.cited_id for c in chosen.citations} if chosen else set(),
+        "selected_quotes": [(label.evidence_quote, "quote")]
+        if label and label.evidence_quote
+        else [],
+        "claims_url": reverse("save_claim", args=[project.slug, number, 0])[: -len("0/")],
+        "answer_field_names": [f for f in ANSWER_FIELDS if schema.answer(f)],
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
+        "reopenable": services.can_reopen(screen.assignment),
         "support_choices": SUPPORT_CHOICES[schema.support],
         # Which fields the project labels: a field that is off is not on the screen at all.
-        "on": {
-            **{name: schema.claim(name) for name in ("severity", "requires_evidence")},
-            **{name: schema.claim(name) for name in ("evidence", "citations")},
-            **{name: schema.answer(name) for name in ("relevance", "abstention")},
-            "failure_labels": schema.answer("failure_labels"),
-            "answer": bool(schema.answer_fields),
-        },
-        "evidence_choices": [(passage_id, passage_id) for passage_id in screen.shown],
-        "severity_choices": Severity.choices,
-        "failure_labels": FAILURE_LABELS,
-        "claim_fields": [f for f in CLAIM_FIELDS if schema.claim(_FIELD_OF.get(f, f))],
-        "answer_fields": [f for f in ANSWER_FIELDS if schema.answer(f)],
+        "on": _fields_on(schema, screen.answer),
+        "severity_choices": SEVERITY_CHOICES,
+        "failure_labels": FAILURE_KEYS,
+        "relevance_choices": [(v, t) for v, t in RELEVANCE_RUBRIC.items()],
+        "shortcuts": getattr(screen.assignment, "single_key_shortcuts", True),
         "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
+    }
+
+
+def _fields_on(schema, answer) -> dict[str, bool]:
+    """Which fields the project labels: a field that is off is not on the screen at all."""
+    return {
+        **{name: schema.claim(name) for name in ("severity", "requires_evidence")},
+        **{name: schema.claim(name) for name in ("evidence", "citations")},
+        **{name: schema.answer(name) for name in ("relevance", "abstention")},
+        "failure_labels": schema.answer("failure_labels"),
+        "abstention_asked": schema.answer("abstention") and answer.abstained,
     }
 
 
 def _drafted(screen) -> bool:
     """Whether the reviewer has saved anything on this task yet (a fresh task says how drafts
     work instead of 'Saved' at the time it was taken)."""
-    a = screen.assignment
-    answer_labelled = a.relevance is not None or a.abstention or a.failure_labels or a.note
-    return bool(answer_labelled) or any(row.label is not None for row in screen.claims)
+    return screen.assignment.draft_version > 0 or any(r.label is not None for r in screen.claims)
 
 
 # (value, label, css class, keyboard key) of the support choices, in shortcut order, per scale.
@@ -155,74 +180,156 @@ SUPPORT_CHOICES = {
         (Support.UNSUPPORTED, "unsupported", "contradicted", "2"),
     ],
 }
-CLAIM_FIELDS = ("support", "severity", "evidence_ids", "evidence_quote", "citations")
-_FIELD_OF = {"evidence_ids": "evidence", "evidence_quote": "evidence"}
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
+# Severity by value: Shift and the digit of its rank (⇧1 none … ⇧4 critical).
+SEVERITY_CHOICES = [
+    (value, text, "", f"⇧{i}") for i, (value, text) in enumerate(Severity.choices, start=1)
+]
+# Failure labels, each with the letter that toggles it.
+FAILURE_KEYS = [
+    ("missing_evidence", "m"),
+    ("unsupported_claim", "u"),
+    ("wrong_citation", "w"),
+    ("false_abstention", "f"),
+]
+assert [value for value, _ in FAILURE_KEYS] == list(FAILURE_LABELS)
 
 
 @task_view
 def task(request, project, role, assignment):
     screen = selectors.task_screen(assignment)
-    return render(
-        request, "annotate/task.html", _screen_context(project, role, screen, skip_form=SkipForm())
-    )
-
-
-@require_POST
-@task_view
-def save_claim(request, project, role, assignment, index):
-    number = assignment.answer.task_number
-    screen = selectors.task_screen(assignment, progress=False)
-    row = next((r for r in screen.claims if r.claim.ordinal == index), None)
-    if row is None:
-        raise Http404("Not found")
-    form = ClaimLabelForm(
-        request.POST,
-        passage_ids=list(screen.shown),
-        cited_ids=[c.cited_id for c in row.citations],
-    )
-    if not form.is_valid():
-        return HttpResponse(status=400)
-    try:
-        row.label, errors = services.save_claim_label(
-            assignment=assignment, claim=row.claim, data=form.label_data(), shown=screen.shown
-        )
-    except ServiceError as exc:
-        return _refused(request, project, number, exc)
-    if not request.htmx:
-        return redirect(f"{_task_url(project, number)}?claim={index}")
-    # The screen read before the save is current but for this label and the assignment the
-    # save locked and wrote (its save time).
-    screen.assignment = row.label.assignment
     context = _screen_context(
         project,
         role,
         screen,
-        errors,
-        row=row,
-        row_text=screen.answer.text[row.claim.start : row.claim.end],
+        selected=_claim_param(request),
+        skip_form=SkipForm(),
+        undo=_pop_undo(request, screen),
     )
-    return render(request, "annotate/task.html#claim-saved", context)
+    return render(request, "annotate/task.html", context)
+
+
+def _claim_param(request) -> int | None:
+    value = request.GET.get("claim", "")
+    return int(value) if value.isdigit() else None
+
+
+def _pop_undo(request, screen) -> int | None:
+    """The task just submitted, once, for the 'Undo' on the page that follows it."""
+    if UNDO_KEY not in request.session:
+        return None
+    number = request.session.pop(UNDO_KEY)
+    return number if number != screen.answer.task_number else None
+
+
+UNDO_KEY = "claimdesk_undo_task"
+
+
+def _version(request) -> int | None:
+    """The draft version a save was made from; absent (an older page or script) skips the
+    check."""
+    value = request.POST.get("version", "")
+    return int(value) if value.isdigit() else None
 
 
 @require_POST
-@task_view
+@task_view(page=False)
+def save_claim(request, project, role, assignment, index):
+    """A draft of one claim. The reply to the page's script is that claim alone (its mark and
+    its draft, problems and missing fields in data-label): the script derives the status
+    from every claim's; it never needs the other claims read again."""
+    number = assignment.answer.task_number
+    target = selectors.claim_to_save(assignment, index, request.POST.getlist("evidence_ids"))
+    if target is None:
+        raise Http404("Not found")
+    form = ClaimLabelForm(
+        request.POST,
+        passage_ids=list(target.shown),
+        cited_ids=[c.cited_id for c in target.citations],
+    )
+    if not form.is_valid():
+        return HttpResponse(status=400)
+    try:
+        label, _ = services.save_claim_label(
+            assignment=assignment,
+            claim=target.claim,
+            data=form.label_data(),
+            shown=target.shown,
+            version=_version(request),
+        )
+    except services.StaleDraft as exc:
+        if not request.htmx:
+            return _stale_page(request, project, role, assignment, exc, selected=index)
+        target = selectors.claim_to_save(assignment, index, exc.current.evidence_ids)
+        return _claim_reply(request, assignment, target, exc.current, stale=str(exc))
+    except ServiceError as exc:
+        return _refused(request, project, number, exc)
+    if not request.htmx:
+        messages.success(request, f"Claim {index + 1} saved.")
+        return redirect(f"{_task_url(project, number)}?claim={index}")
+    return _claim_reply(request, assignment, target, label)
+
+
+def _claim_reply(request, assignment, target, label, *, stale: str = ""):
+    row = selectors.ClaimRow(target.claim, label if label.pk or stale else None, target.citations)
+    task_status.check_claim(row, target.shown, assignment.project.schema)
+    context = {
+        "row": row,
+        "row_text": assignment.answer.text[row.claim.start : row.claim.end],
+        "stale": stale,
+    }
+    return render(request, "annotate/task.html#claim-saved", context, status=409 if stale else 200)
+
+
+@require_POST
+@task_view(page=False)
 def save_answer(request, project, role, assignment):
     number = assignment.answer.task_number
     form = AnswerLabelForm(request.POST)
     if not form.is_valid():
         return HttpResponse(status=400)
     try:
-        saved, errors = services.save_answer_label(assignment=assignment, data=form.cleaned_data)
+        saved, _ = services.save_answer_label(
+            assignment=assignment, data=form.cleaned_data, version=_version(request)
+        )
+    except services.StaleDraft as exc:
+        if not request.htmx:
+            return _stale_page(request, project, role, assignment, exc)
+        return _answer_reply(request, project, exc.current, stale=str(exc))
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if not request.htmx:
+        messages.success(request, "Whole-answer labels saved.")
         return redirect(_task_url(project, number))
-    screen = selectors.task_screen(assignment, progress=False)
-    screen.assignment = saved  # the status bar counts the answer labels just saved
-    return render(
-        request, "annotate/task.html#answer-saved", _screen_context(project, role, screen, errors)
+    return _answer_reply(request, project, saved)
+
+
+def _answer_reply(request, project, assignment, *, stale: str = ""):
+    answer_state = task_status.check_answer(assignment)
+    context = {
+        "project": project,
+        "screen": {"assignment": assignment, "answer": assignment.answer},
+        "errors": answer_state.problems,
+        "answer_state": answer_state,
+        "answer_field_names": [f for f in ANSWER_FIELDS if project.schema.answer(f)],
+        "on": _fields_on(project.schema, assignment.answer),
+        "relevance_choices": list(RELEVANCE_RUBRIC.items()),
+        "failure_labels": FAILURE_KEYS,
+        "editable": True,
+        "stale": stale,
+    }
+    return render(request, "annotate/task.html#answer-saved", context, status=409 if stale else 200)
+
+
+def _stale_page(request, project, role, assignment, exc, *, selected=None):
+    """409 for a form posted without the page's script: the page again, showing what is
+    stored now, and saying that this change was not saved."""
+    assignment = selectors.reviewer_task(request.user, project.slug, assignment.answer.task_number)
+    screen = selectors.task_screen(assignment)
+    context = _screen_context(
+        project, role, screen, selected=selected, skip_form=SkipForm(), stale=str(exc)
     )
+    return render(request, "annotate/task.html", context, status=409)
 
 
 @require_POST
@@ -239,6 +346,7 @@ def submit(request, project, role, assignment):
         context = _screen_context(project, role, screen, errors, skip_form=SkipForm())
         return render(request, "annotate/task.html", context, status=400)
     messages.success(request, f"Task {number} submitted.")
+    request.session[UNDO_KEY] = number
     return take_next(request, project.slug)
 
 
@@ -267,20 +375,25 @@ def reopen(request, project, role, assignment):
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("my_tasks", slug=project.slug)
+    messages.info(request, f"Task {number} is open again: change it and submit it again.")
     return redirect(_task_url(project, number))
 
 
 @require_http_methods(["GET"])
 @project_view(Role.REVIEWER)
 def my_tasks(request, project, role):
+    tasks = list(selectors.my_submitted_tasks(request.user, project))
+    for assignment in tasks:
+        assignment.reopenable = services.can_reopen(assignment)
     return render(
         request,
         "annotate/my_tasks.html",
         {
             "project": project,
             "role": role,
-            "tasks": selectors.my_submitted_tasks(request.user, project),
+            "tasks": tasks,
             "progress": selectors.reviewer_progress(request.user, project),
+            "reopen_minutes": settings.CLAIMDESK_REOPEN_MINUTES,
         },
     )
 

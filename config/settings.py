@@ -191,10 +191,16 @@ SPECTACULAR_SETTINGS = {
     "agreement, gold export, judge calibration and evaluation.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Without deep links an operation's path is no link inside its expand button (nested
+    # interactive controls, which screen readers and axe refuse).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False},
 }
 
 # A task a reviewer took but did not touch for this long returns to the pool.
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))
+# A reviewer may reopen (undo) a submission for this long after making it, and never after:
+# a rule that depends on nothing the co-reviewer or a lead does, so a refusal reveals nothing.
+CLAIMDESK_REOPEN_MINUTES = int(os.environ.get("CLAIMDESK_REOPEN_MINUTES", "30"))
 
 # Content-Security-Policy (django-csp): everything from our own origin, nothing inline. The
 # templates carry no inline script, event handler or style (htmx's own indicator style is

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from annotate import token_views
+from annotate import account_views, token_views
 from config.lazy import lazy
 
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("account/token/", token_views.tokens, name="api_token"),
+    path("account/preferences/", account_views.preferences, name="preferences"),
     path("", include("config.api_urls")),
     path("", include("annotate.urls")),
 ]

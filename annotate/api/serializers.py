@@ -247,6 +247,7 @@ class SchemaFieldsMixin:
 
     field_of: dict[str, str] = {}
     kind = "claim"
+    always = ("version",)  # not a label field: every schema has it
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -254,7 +255,9 @@ class SchemaFieldsMixin:
         if schema is None:
             return data
         labelled = schema.claim if self.kind == "claim" else schema.answer
-        return {k: v for k, v in data.items() if labelled(self.field_of.get(k, k))}
+        return {
+            k: v for k, v in data.items() if k in self.always or labelled(self.field_of.get(k, k))
+        }
 
 
 class ClaimLabelSerializer(SchemaFieldsMixin, serializers.Serializer):
@@ -270,6 +273,9 @@ class ClaimLabelSerializer(SchemaFieldsMixin, serializers.Serializer):
     evidence_quote = serializers.CharField()
     citations = serializers.DictField(child=serializers.CharField())
     note = serializers.CharField()
+    version = serializers.IntegerField(
+        help_text="Send it back with your next draft of this claim (see ClaimDraft)."
+    )
 
 
 class TaskClaimSerializer(serializers.Serializer):
@@ -288,6 +294,10 @@ class AnswerLabelSerializer(SchemaFieldsMixin, serializers.Serializer):
     abstention = serializers.CharField()
     failure_labels = serializers.ListField(child=serializers.CharField())
     note = serializers.CharField()
+    version = serializers.IntegerField(
+        source="draft_version",
+        help_text="Send it back with your next draft of the answer (see AnswerDraft).",
+    )
 
 
 class TaskAnswerSerializer(serializers.Serializer):
@@ -307,10 +317,15 @@ class PassageSerializer(serializers.Serializer):
 
 
 class ProgressSerializer(serializers.Serializer):
-    total_tasks = serializers.IntegerField()
-    done_by_me = serializers.IntegerField()
-    project_done = serializers.IntegerField()
-    project_slots = serializers.IntegerField()
+    """The reviewer's own progress (selectors.Progress): nothing in it moves when another
+    reviewer acts on an answer this reviewer holds."""
+
+    submitted = serializers.IntegerField(help_text="Tasks you have submitted in the project.")
+    in_progress = serializers.IntegerField(help_text="Tasks you hold in progress.")
+    available = serializers.IntegerField(
+        help_text="Answers the queue can still give you: not taken by you, still short of "
+        "reviewers."
+    )
 
 
 FieldErrors = serializers.DictField(
@@ -339,7 +354,7 @@ class TaskSerializer(serializers.Serializer):
         return TaskAnswerSerializer(screen, context=self.context).data
 
     def get_progress(self, screen) -> ProgressSerializer:
-        return ProgressSerializer(screen).data
+        return ProgressSerializer(screen.progress).data
 
     def get_missing(self, screen) -> dict[str, list[str]]:
         from annotate.services import screen_errors
@@ -359,6 +374,14 @@ def field_paths(fields: dict[str, str]) -> dict[str, list[str]]:
 
 class ClaimDraftSerializer(serializers.Serializer):
     """A draft of one claim's label; every field optional (PATCH)."""
+
+    version = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="The label's `version` this draft was made from. When another tab or script "
+        "has saved since, the draft is refused with 409 and the stored label; nothing is "
+        "written. Leave it out to skip the check.",
+    )
 
     support = serializers.ChoiceField(choices=blank_choices(Support.choices), required=False)
     severity = serializers.ChoiceField(choices=blank_choices(Severity.choices), required=False)
@@ -393,7 +416,9 @@ class ClaimDraftSerializer(serializers.Serializer):
         return value
 
     def validate(self, data):
-        return _labelled_only(data, self.context.get("schema"), "claim")
+        version = data.pop("version", None)
+        data = _labelled_only(data, self.context.get("schema"), "claim")
+        return {**data, "version": version}
 
 
 class ClaimDraftResultSerializer(serializers.Serializer):
@@ -401,7 +426,21 @@ class ClaimDraftResultSerializer(serializers.Serializer):
     problems = FieldErrors
 
 
+class ClaimDraftConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    label = ClaimLabelSerializer(
+        required=False, help_text="With a stale `version`: the label as stored now."
+    )
+
+
 class AnswerDraftSerializer(serializers.Serializer):
+    version = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="The answer label's `version` this draft was made from. When another tab or "
+        "script has saved since, the draft is refused with 409 and the stored label; nothing "
+        "is written. Leave it out to skip the check.",
+    )
     relevance = serializers.ChoiceField(choices=[0, 1, 2], allow_null=True, required=False)
     abstention = serializers.ChoiceField(
         choices=blank_choices(Abstention.choices), allow_null=True, required=False
@@ -414,7 +453,9 @@ class AnswerDraftSerializer(serializers.Serializer):
     )
 
     def validate(self, data):
-        return _labelled_only(data, self.context.get("schema"), "answer")
+        version = data.pop("version", None)
+        data = _labelled_only(data, self.context.get("schema"), "answer")
+        return {**data, "version": version}
 
 
 def _labelled_only(data: dict, schema, kind: str) -> dict:
@@ -436,6 +477,13 @@ def _labelled_only(data: dict, schema, kind: str) -> dict:
 class AnswerDraftResultSerializer(serializers.Serializer):
     label = AnswerLabelSerializer()
     problems = FieldErrors
+
+
+class AnswerDraftConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    label = AnswerLabelSerializer(
+        required=False, help_text="With a stale `version`: the answer label as stored now."
+    )
 
 
 class SkipSerializer(serializers.Serializer):

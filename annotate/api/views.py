@@ -681,7 +681,15 @@ class ClaimDraft(TaskView):
             OpenApiParameter("index", int, OpenApiParameter.PATH, description="0-based claim."),
         ],
         request=s.ClaimDraftSerializer,
-        responses=responses(s.ClaimDraftResultSerializer, r400=ERROR_400, r409=CONFLICT_409),
+        responses=responses(
+            s.ClaimDraftResultSerializer,
+            r400=ERROR_400,
+            r409=OpenApiResponse(
+                s.ClaimDraftConflictSerializer,
+                description="The task is submitted (`detail` only), or the label has moved on "
+                "since `version` (the stored label comes with it); nothing was written.",
+            ),
+        ),
     )
     def patch(self, request, slug, number, index):
         assignment = self.assignment(number)
@@ -699,13 +707,20 @@ class ClaimDraft(TaskView):
         )
         if not serializer.is_valid():
             raise ValidationError(flatten_errors(serializer.errors, f"claims.{index}"))
+        data = dict(serializer.validated_data)
+        version = data.pop("version", None)
+        schema = assignment.project.schema
         try:
             label, errors = services.save_claim_label(
                 assignment=assignment,
                 claim=row.claim,
-                data=serializer.validated_data,
+                data=data,
                 shown=screen.shown,
+                version=version,
             )
+        except services.StaleDraft as exc:
+            current = s.ClaimLabelSerializer(exc.current, context={"schema": schema}).data
+            return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
         except ServiceError as exc:
             return refused(exc)
         return Response(
@@ -724,7 +739,15 @@ class AnswerDraft(TaskView):
         summary="Save a draft of the answer-level label",
         parameters=[NUMBER],
         request=s.AnswerDraftSerializer,
-        responses=responses(s.AnswerDraftResultSerializer, r400=ERROR_400, r409=CONFLICT_409),
+        responses=responses(
+            s.AnswerDraftResultSerializer,
+            r400=ERROR_400,
+            r409=OpenApiResponse(
+                s.AnswerDraftConflictSerializer,
+                description="The task is submitted (`detail` only), or the answer label has "
+                "moved on since `version` (the stored label comes with it); nothing was written.",
+            ),
+        ),
     )
     def patch(self, request, slug, number):
         assignment = self.assignment(number)
@@ -732,10 +755,15 @@ class AnswerDraft(TaskView):
         serializer = s.AnswerDraftSerializer(data=request.data, context={"schema": schema})
         if not serializer.is_valid():
             raise ValidationError(flatten_errors(serializer.errors, "answer"))
+        data = dict(serializer.validated_data)
+        version = data.pop("version", None)
         try:
             assignment, errors = services.save_answer_label(
-                assignment=assignment, data=serializer.validated_data
+                assignment=assignment, data=data, version=version
             )
+        except services.StaleDraft as exc:
+            current = s.AnswerLabelSerializer(exc.current, context={"schema": schema}).data
+            return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
         except ServiceError as exc:
             return refused(exc)
         return Response(

@@ -12,6 +12,7 @@ One module per capability:
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - label_import: labels made elsewhere (import_labels)
 - adjudication: a lead's gold decisions (start_adjudication, adjudicate)
+- preferences: a person's own settings (set_preferences)
 """
 
 from annotate.services.adjudication import (
@@ -32,7 +33,9 @@ from annotate.services.label_import import LabelImportResult, import_labels
 from annotate.services.labelling import (
     IDLE_CAP_SECONDS,
     LabelErrors,
+    StaleDraft,
     adjudication_started,
+    can_reopen,
     check_answer_label,
     check_claim_label,
     default_citation_verdicts,
@@ -56,6 +59,7 @@ from annotate.services.members import (
     remove_member,
 )
 from annotate.services.opening import open_labelling, spread_order
+from annotate.services.preferences import set_preferences
 from annotate.services.projects import set_label_schema, update_guidelines
 from annotate.services.queue import next_task, release_abandoned, release_task
 from annotate.services.ragas import RagasImportResult, import_ragas, import_ragas_new_project
@@ -70,6 +74,7 @@ __all__ = [
     "ImportResult",
     "LabelErrors",
     "LabelImportResult",
+    "StaleDraft",
     "MemberError",
     "MembersImportResult",
     "RagasImportResult",
@@ -78,6 +83,7 @@ __all__ = [
     "add_project_member",
     "adjudicate",
     "adjudication_started",
+    "can_reopen",
     "change_member_role",
     "check_answer_label",
     "check_claim_label",
@@ -99,6 +105,7 @@ __all__ = [
     "save_claim_label",
     "screen_errors",
     "set_label_schema",
+    "set_preferences",
     "shown_passages",
     "spread_order",
     "start_adjudication",

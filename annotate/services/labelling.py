@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -47,6 +49,38 @@ class LabelErrors:
 
     def __bool__(self) -> bool:
         return bool(self.fields)
+
+
+class StaleDraft(ServiceError):
+    """A draft save made from an older version than the one stored: another tab (or script)
+    of the same reviewer saved in between. Nothing was written; `current` is what is stored
+    (a ClaimLabel, or the Assignment for the answer-level label), to show instead."""
+
+    def __init__(self, message: str, *, current):
+        super().__init__(message)
+        self.current = current
+
+
+STALE_CLAIM = (
+    "Claim {number} was changed in another tab or window since this one loaded it. Its newer "
+    "labels are shown here; nothing of this change was saved."
+)
+STALE_ANSWER = (
+    "The whole-answer labels were changed in another tab or window since this one loaded "
+    "them. The newer labels are shown here; nothing of this change was saved."
+)
+
+
+def _locked(assignment: Assignment) -> Assignment:
+    """The assignment's row, locked for this transaction, with the caller's answer and
+    project (an assignment's never change, and a draft save is hot enough that joining them
+    again shows)."""
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if Assignment.answer.is_cached(assignment):
+        locked.answer = assignment.answer
+    if Assignment.project.is_cached(assignment):
+        locked.project = assignment.project
+    return locked
 
 
 def _touch(assignment: Assignment, now) -> None:
@@ -101,7 +135,7 @@ def check_claim_label(
         for cited_id, verdict in label.citations.items():
             if cited_id not in cited:
                 errors.add(f"{key}.citations", f"The claim does not cite {cited_id}.")
-            elif cited[cited_id].passage is None and verdict != CitationVerdict.NOT_FOUND:
+            elif cited[cited_id].passage_id is None and verdict != CitationVerdict.NOT_FOUND:
                 errors.add(
                     f"{key}.citations", f"{cited_id} resolves to no passage: citation_not_found."
                 )
@@ -120,7 +154,7 @@ def check_claim_label(
         if not label.evidence_quote.strip():
             errors.add(f"{key}.evidence_quote", "Quote the words that decide this label.")
     for cited_id, citation in cited.items():
-        if citation.passage is not None and not label.citations.get(cited_id):
+        if citation.passage_id is not None and not label.citations.get(cited_id):
             errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
 
 
@@ -197,32 +231,44 @@ def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, st
     if not schema.claim("citations"):
         return {}
     return {
-        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage is None
+        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage_id is None
     }
 
 
 @transaction.atomic
 def save_claim_label(
-    *, assignment: Assignment, claim: Claim, data: dict, shown: dict[str, Passage] | None = None
+    *,
+    assignment: Assignment,
+    claim: Claim,
+    data: dict,
+    shown: dict[str, Passage] | None = None,
+    version: int | None = None,
 ) -> tuple[ClaimLabel, LabelErrors]:
     """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
     lost) and reported; submission refuses until they are fixed. `shown` is the answer's
     shown_passages() when the caller has already read them (the labelling screen has).
 
+    `version` is the label's version the change was made from (0 before its first save); when
+    the stored label has moved on, StaleDraft is raised and nothing is written. None skips
+    the check (scripts written before versions existed).
+
     The label returned holds the assignment as locked and written (its save time)."""
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("answer", "project")
-        .get(pk=assignment.pk)
-    )
+    assignment = _locked(assignment)
     _editable(assignment)
     if claim.answer_id != assignment.answer_id:
         raise ServiceError("That claim is not part of this task.")
+    # The assignment's row lock serialises every save of its labels: no lock on the label.
+    label = ClaimLabel.objects.filter(assignment=assignment, claim=claim).first()
+    if version is not None and version != (label.version if label else 0):
+        if label is None:
+            label = ClaimLabel(assignment=assignment, claim=claim)
+        raise StaleDraft(STALE_CLAIM.format(number=claim.ordinal + 1), current=label)
+    if label is None:
+        label = ClaimLabel(assignment=assignment, claim=claim)
     schema = assignment.project.schema
     # Only the fields the project labels are taken from the request: a field that is off
     # keeps its empty default whatever a form or a script sends.
     data = {name: value for name, value in data.items() if schema.claim(_CLAIM_FIELD_OF[name])}
-    label = _claim_label_for(assignment, claim)
     for name in ("support", "severity", "evidence_quote", "note"):
         if name in data:
             setattr(label, name, (data[name] or "").strip() if name != "note" else data[name] or "")
@@ -236,7 +282,8 @@ def save_claim_label(
     citations.update(data.get("citations") or {})
     citations.update(default_citation_verdicts(claim, schema))
     label.citations = {k: v for k, v in citations.items() if v}
-    label.save()
+    label.version += 1
+    label.save(force_insert=label.pk is None)
     _touch(assignment, timezone.now())
     assignment.skip_history_when_saving = True  # a draft save is no audit event
     assignment.save(update_fields=["seconds_spent", "touched_at"])
@@ -261,13 +308,15 @@ _CLAIM_FIELD_OF = {
 
 
 @transaction.atomic
-def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("answer", "project")
-        .get(pk=assignment.pk)
-    )
+def save_answer_label(
+    *, assignment: Assignment, data: dict, version: int | None = None
+) -> tuple[Assignment, LabelErrors]:
+    """Save a draft of the answer-level label; `version` as in save_claim_label (the
+    assignment's draft_version)."""
+    assignment = _locked(assignment)
     _editable(assignment)
+    if version is not None and version != assignment.draft_version:
+        raise StaleDraft(STALE_ANSWER, current=assignment)
     schema = assignment.project.schema
     data = {name: value for name, value in data.items() if schema.answer(name)}
     if "relevance" in data:
@@ -281,6 +330,7 @@ def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment
         ] + [f for f in (data["failure_labels"] or []) if f not in FAILURE_LABELS]
     if "note" in data:
         assignment.note = data["note"] or ""
+    assignment.draft_version += 1
     _touch(assignment, timezone.now())
     errors = LabelErrors()
     check_answer_label(assignment, schema=schema, complete=False, errors=errors)
@@ -386,9 +436,27 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
 
 
 def adjudication_started(answer: Answer) -> bool:
-    """Whether a lead has begun adjudicating this answer; then reviewers can no longer
-    reopen it."""
+    """Whether a lead has begun adjudicating this answer."""
     return AdjudicationLock.objects.filter(answer=answer).exists()
+
+
+def reopen_window() -> timedelta:
+    return timedelta(minutes=settings.CLAIMDESK_REOPEN_MINUTES)
+
+
+def can_reopen(assignment: Assignment, now=None) -> bool:
+    """Whether the reviewer may still reopen (undo) this submission. It depends on their own
+    submission time alone: a rule that looked at adjudication would refuse exactly when the
+    co-reviewer had submitted too, and so tell the reviewer so."""
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.submitted_at is None:
+        return False
+    return (now or timezone.now()) - assignment.submitted_at < reopen_window()
+
+
+REOPEN_CLOSED = (
+    "This task can no longer be reopened: a submission can be undone for {minutes} minutes "
+    "after it is made. Ask a lead if one of its labels must change."
+)
 
 
 @transaction.atomic
@@ -403,10 +471,8 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
     # The answer's row serialises a reopen with a lead starting adjudication (see
     # start_adjudication): one of them goes first, never both.
     Answer.objects.select_for_update().filter(pk=assignment.answer_id).values_list("pk").first()
-    if adjudication_started(assignment.answer):
-        # Not "a lead is adjudicating it": that would tell the reviewer that their co-reviewer
-        # has submitted, and disagreed.
-        raise ServiceError("This task is closed for review and can no longer be reopened.")
+    if not can_reopen(assignment):
+        raise ServiceError(REOPEN_CLOSED.format(minutes=settings.CLAIMDESK_REOPEN_MINUTES))
     assignment.status = Assignment.Status.IN_PROGRESS
     assignment.touched_at = timezone.now()
     assignment.save(update_fields=["status", "touched_at"])

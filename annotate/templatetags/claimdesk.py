@@ -41,6 +41,30 @@ def field_error(errors, *parts, oob=False):
     )
 
 
+@register.simple_tag
+def field_note(row, name: str):
+    """The editor's slot for one field of the selected claim: what is wrong with it
+    (class error) or what a submission still needs (class needed), hidden when neither.
+    static/labelling.js fills the same slots when another claim is selected."""
+    message = (row.problems.get(name) or "") if row else ""
+    kind = "error" if message else "needed"
+    if not message and row:
+        message = row.missing.get(name) or ""
+    hidden = "" if message else " hidden"
+    return mark_safe(
+        f'<p class="field-note {kind}" id="note-{_escape(name)}" data-field="{_escape(name)}"'
+        f"{hidden}>{_escape(message)}</p>"
+    )
+
+
+@register.filter
+def ordinal(value) -> str:
+    """1 -> 1st, 2 -> 2nd, 11 -> 11th, 23 -> 23rd."""
+    n = int(value)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _escape(value) -> str:
     """Django's escape() without its lazy-string wrapper, which costs more than the escaping
     in tags that run hundreds of times per page. Same output: both are html.escape(str(x))."""
@@ -103,3 +127,32 @@ def choice_inputs(kind: str, name: str, options, selected):
             f"{checked}><span>{kbd}{_escape(text)}</span></label>"
         )
     return mark_safe("".join(parts))
+
+
+@register.simple_tag
+def claim_link(row, text: str, selected=None, oob: bool = False):
+    """One claim in the answer text: a link to its editor (?claim=N, so the page works
+    without JavaScript) carrying its own draft as data-label, with a mark of its support
+    label -- dashed with "…" while the claim still lacks something. Built in Python: the
+    page has one per claim, and as a template partial they were most of its rendering."""
+    ordinal = row.claim.ordinal
+    state = row.state
+    classes = ["claim", state]
+    if not row.complete:
+        classes.append("incomplete")
+    if selected is not None and not oob and ordinal == selected.claim.ordinal:
+        classes.append("selected")
+    mark = ""
+    if state != "unlabelled":
+        hint = ", incomplete" if not row.complete else ""
+        mark = (
+            f'<span class="label-mark {state}{" incomplete" if not row.complete else ""}">'
+            f'<span class="visually-hidden">{_escape(row.label.get_support_display())}{hint}'
+            "</span></span>"
+        )
+    oob_attr = ' hx-swap-oob="true"' if oob else ""
+    return mark_safe(
+        f'<a class="{" ".join(classes)}" id="claim-span-{ordinal}" href="?claim={ordinal}" '
+        f'data-claim="{ordinal}" data-label="{row.state_json}"{oob_attr}>'
+        f'<span class="claim-number">{ordinal + 1}</span>{_escape(text)}{mark}</a>'
+    )

@@ -6,10 +6,12 @@ import csv
 import io
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from annotate import gold
 from annotate.exports import GOLD_CSV_COLUMNS, gold_rows, jsonl
@@ -132,13 +134,22 @@ def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
     assert not Decision.objects.exists()
 
 
-def test_reviewers_cannot_reopen_once_adjudication_started(demo, lead):
+def test_reopening_depends_on_the_reviewer_s_own_submission_time_alone(demo, lead, settings):
+    """Refusing a reopen because a lead had started adjudicating would tell the reviewer that
+    their co-reviewer had submitted too (and disagreed): a submission can be undone for a
+    while after it is made, and never after, whatever anyone else did."""
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)
     start_adjudication(answer=answer, lead=lead)
-    assignment = Assignment.objects.filter(answer=answer).first()
-    with pytest.raises(ServiceError, match="closed for review"):
-        reopen_task(assignment=assignment)
+    first, second = Assignment.objects.filter(answer=answer).order_by("pk")[:2]
+    Assignment.objects.filter(pk=first.pk).update(
+        submitted_at=timezone.now() - timedelta(minutes=settings.CLAIMDESK_REOPEN_MINUTES + 1)
+    )
+    with pytest.raises(ServiceError, match="can no longer be reopened") as refused:
+        reopen_task(assignment=first)
+    assert "lead" not in str(refused.value).split(".")[0]  # the reason names the time rule
+    Assignment.objects.filter(pk=second.pk).update(submitted_at=timezone.now())
+    assert reopen_task(assignment=second).status == Assignment.Status.IN_PROGRESS
 
 
 def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lead):

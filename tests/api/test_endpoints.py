@@ -628,7 +628,13 @@ def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api
         f"{API}/projects/small/tasks/{number}/claims/0/", {"support": "unsupported"}, format="json"
     )
     assert saved.status_code == 200
-    assert set(saved.json()["label"]) == {"support", "evidence_ids", "evidence_quote", "note"}
+    assert set(saved.json()["label"]) == {
+        "support",
+        "evidence_ids",
+        "evidence_quote",
+        "note",
+        "version",
+    }
     answer = client.patch(
         f"{API}/projects/small/tasks/{number}/answer/", {"relevance": 2}, format="json"
     )

@@ -1,13 +1,18 @@
 """The "use it from Python" example of docs/api.md (pasted into the README) runs, as written,
 with `requests` against a live server: upload a bundle, open labelling, pull gold, push a
-judge run, read calibration."""
+judge run, read calibration. It runs on an empty database and on the state a fresh
+`make run` leaves (the demo loaded by load_demo, a token of its `lead`), and again on top of
+either: every step looks before it writes."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from knox.models import AuthToken
 
 from annotate.models import Membership, Project, Role
@@ -29,24 +34,56 @@ def example(path: Path) -> str:
     return blocks[0]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_python_example_runs_against_a_live_server(live_server, lead, monkeypatch, capsys):
-    _, token = AuthToken.objects.create(user=lead)
+def run_example(live_server, user, monkeypatch) -> dict:
+    _, token = AuthToken.objects.create(user=user)
     monkeypatch.setenv("CLAIMDESK_URL", live_server.url)
     monkeypatch.setenv("CLAIMDESK_TOKEN", token)
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "readme_example"}
     exec(compile(example(DOCS), str(DOCS), "exec"), namespace)
+    return namespace
 
+
+def assert_done(namespace: dict, user, out: str) -> None:
     project = Project.objects.get(slug="demo")
     assert project.state == Project.State.OPEN
-    assert Membership.objects.get(project=project, user=lead).role == Role.LEAD
+    assert Membership.objects.get(project=project, user=user).role == Role.LEAD
     assert len(namespace["gold"]) == 101
-    assert JudgeRun.objects.get(project=project).pk == namespace["run_id"]
+    assert JudgeRun.objects.get(project=project).pk == namespace["run_id"]  # one run only
     calibration = namespace["calibration"]
     assert calibration["split"] == "judge_test" and calibration["n"] > 0
-    out = capsys.readouterr().out
     assert "101 gold rows" in out and "judge strict-judge-v2" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_python_example_runs_against_a_live_server(live_server, lead, monkeypatch, capsys):
+    namespace = run_example(live_server, lead, monkeypatch)
+    out = capsys.readouterr().out
+    assert "imported 60 answers" in out
+    assert_done(namespace, lead, out)
+    again = run_example(live_server, lead, monkeypatch)  # nothing is imported twice
+    out = capsys.readouterr().out
+    assert "imported" not in out
+    assert_done(again, lead, out)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_python_example_runs_on_what_make_run_leaves(live_server, monkeypatch, capsys):
+    """`make run` migrates and runs load_demo: the demo is open, labelled, and led by `lead`.
+    The example must neither re-import into it nor open it again (both would be refused)."""
+    call_command("load_demo", stdout=io.StringIO())
+    demo_lead = get_user_model().objects.get(username="lead")
+    for _ in range(2):
+        namespace = run_example(live_server, demo_lead, monkeypatch)
+        out = capsys.readouterr().out
+        assert "imported" not in out
+        assert_done(namespace, demo_lead, out)
+
+
+def test_requests_comes_with_what_make_run_installs():
+    """The example imports requests: requirements.txt (all `make run` installs) pins it."""
+    pinned = (ROOT / "requirements.txt").read_text().splitlines()
+    assert any(re.match(r"requests==\d", line) for line in pinned)
 
 
 def test_the_readme_carries_the_same_example_once_it_is_pasted():

@@ -1,0 +1,231 @@
+"""Two tabs (or a tab and a script) of one reviewer: every draft save names the version it was
+made from, and a save made from an older version is refused with 409, shows the newer
+labels, and overwrites nothing -- in the service, on the page (with and without its script)
+and in the API. And blinding: nothing a reviewer sees moves when their co-reviewer takes,
+drafts, submits or reopens the same answer."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate.models import Answer, Assignment, ClaimLabel, Project
+from annotate.services import (
+    ServiceError,
+    StaleDraft,
+    open_labelling,
+    reopen_task,
+    save_answer_label,
+    save_claim_label,
+    start_adjudication,
+    submit_labels,
+)
+from tests.annotate.test_labelling import label_everything
+from tests.api import API, token_client
+from tests.conftest import PASSWORD
+
+HX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def opened(team) -> Project:
+    return open_labelling(project=team)
+
+
+@pytest.fixture
+def alice_task(opened, reviewer_a) -> Assignment:
+    answer = Answer.objects.get(project=opened, answer_id="a2-deadline/baseline")
+    return Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_a)
+
+
+def url(assignment, name="task", **kwargs) -> str:
+    number = assignment.answer.task_number
+    return reverse(name, kwargs={"slug": assignment.project.slug, "number": number, **kwargs})
+
+
+def data_label(reply: str, ordinal: int = 0) -> dict:
+    span = re.search(rf'id="claim-span-{ordinal}"[^>]*data-label="([^"]*)"', reply)
+    return json.loads(html.unescape(span.group(1)))
+
+
+# --- The service --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_claim_draft_from_an_older_version_is_refused_and_writes_nothing(alice_task):
+    claim = alice_task.answer.claims.get(ordinal=0)
+    label, _ = save_claim_label(
+        assignment=alice_task, claim=claim, data={"support": "supported"}, version=0
+    )
+    assert label.version == 1
+    with pytest.raises(StaleDraft) as stale:
+        save_claim_label(
+            assignment=alice_task, claim=claim, data={"support": "contradicted"}, version=0
+        )
+    assert stale.value.current.support == "supported" and stale.value.current.version == 1
+    assert ClaimLabel.objects.get(claim=claim).support == "supported"
+    # a script that sends no version is not checked (and moves the version on)
+    label, _ = save_claim_label(assignment=alice_task, claim=claim, data={"note": "x"})
+    assert label.version == 2 and label.support == "supported"
+
+
+@pytest.mark.django_db
+def test_an_answer_draft_from_an_older_version_is_refused_and_writes_nothing(alice_task):
+    saved, _ = save_answer_label(assignment=alice_task, data={"relevance": 2}, version=0)
+    assert saved.draft_version == 1
+    with pytest.raises(StaleDraft) as stale:
+        save_answer_label(assignment=alice_task, data={"relevance": 0}, version=0)
+    assert stale.value.current.relevance == 2
+    alice_task.refresh_from_db()
+    assert alice_task.relevance == 2 and alice_task.draft_version == 1
+
+
+# --- The page -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_stale_tab_gets_409_with_the_newer_claim_label(client, alice_task, reviewer_a):
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    save = url(alice_task, "save_claim", index=0)
+    first = client.post(save, {"support": "supported", "version": "0"}, headers=HX)
+    assert first.status_code == 200 and data_label(first.content.decode())["v"] == 1
+    # the second tab still holds version 0
+    stale = client.post(save, {"support": "contradicted", "version": "0"}, headers=HX)
+    assert stale.status_code == 409
+    reply = stale.content.decode()
+    assert "changed in another tab" in reply
+    shown = data_label(reply)
+    assert shown["support"] == "supported" and shown["v"] == 1  # the newer value, to show
+    assert ClaimLabel.objects.get(assignment=alice_task).support == "supported"
+
+
+@pytest.mark.django_db
+def test_a_stale_form_without_the_script_gets_the_page_with_the_newer_label(
+    client, alice_task, reviewer_a
+):
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    save = url(alice_task, "save_claim", index=0)
+    assert client.post(save, {"support": "supported", "version": "0"}).status_code == 302
+    stale = client.post(save, {"support": "insufficient_evidence", "version": "0"})
+    assert stale.status_code == 409
+    page = stale.content.decode()
+    assert "changed in another tab" in page
+    assert re.search(r'value="supported"[^>]*checked', page)
+    assert ClaimLabel.objects.get(assignment=alice_task).support == "supported"
+
+
+@pytest.mark.django_db
+def test_a_stale_answer_form_gets_409_with_the_newer_answer_label(client, alice_task, reviewer_a):
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    save = url(alice_task, "save_answer")
+    assert client.post(save, {"relevance": "2", "version": "0"}, headers=HX).status_code == 200
+    stale = client.post(save, {"relevance": "0", "version": "0"}, headers=HX)
+    assert stale.status_code == 409
+    reply = stale.content.decode()
+    assert 'id="answer-form"' in reply and "changed in another tab" in reply
+    assert re.search(r'name="relevance" value="2" checked', reply)
+    alice_task.refresh_from_db()
+    assert alice_task.relevance == 2
+
+
+# --- The API ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_stale_draft_and_old_clients_need_no_version(opened, reviewer_a):
+    api = token_client(reviewer_a)
+    task = api.post(f"{API}/projects/small/tasks/next/").json()
+    number = task["task_number"]
+    claim_url = f"{API}/projects/small/tasks/{number}/claims/0/"
+    assert task["claims"][0]["label"] is None
+    first = api.patch(claim_url, {"support": "supported", "version": 0}, format="json")
+    assert first.status_code == 200 and first.json()["label"]["version"] == 1
+    stale = api.patch(claim_url, {"support": "contradicted", "version": 0}, format="json")
+    assert stale.status_code == 409
+    body = stale.json()
+    assert body["label"]["support"] == "supported" and body["label"]["version"] == 1
+    assert "another tab" in body["detail"]
+    # a script written before versions existed still saves
+    old = api.patch(claim_url, {"note": "from an old script"}, format="json")
+    assert old.status_code == 200 and old.json()["label"]["version"] == 2
+
+    answer_url = f"{API}/projects/small/tasks/{number}/answer/"
+    assert api.patch(answer_url, {"relevance": 1, "version": 0}, format="json").status_code == 200
+    stale = api.patch(answer_url, {"relevance": 2, "version": 0}, format="json")
+    assert stale.status_code == 409 and stale.json()["label"]["relevance"] == 1
+    assert api.get(f"{API}/projects/small/tasks/{number}/").json()["answer"]["label"] == {
+        **stale.json()["label"]
+    }
+
+
+# --- Blinding -----------------------------------------------------------------------------
+
+
+def _normalised(page: str) -> str:
+    """The page less what changes on every render (the CSRF tokens)."""
+    page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
+    return re.sub(r'"X-CSRFToken": "[^"]*"', "", page)
+
+
+@pytest.mark.django_db
+def test_nothing_on_my_screen_moves_when_my_co_reviewer_acts_on_the_same_answer(
+    client, opened, reviewer_a, reviewer_b
+):
+    answer = Answer.objects.get(project=opened, answer_id="a2-deadline/baseline")
+    mine = Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_a)
+    save_claim_label(assignment=mine, claim=answer.claims.get(ordinal=0), data={"note": "mine"})
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    api = token_client(reviewer_a)
+    number = answer.task_number
+
+    def what_i_see() -> tuple:
+        pages = [
+            client.get(url(mine)).content.decode(),
+            client.get(reverse("project", args=[opened.slug])).content.decode(),
+            client.get(reverse("my_tasks", args=[opened.slug])).content.decode(),
+        ]
+        task = api.get(f"{API}/projects/small/tasks/{number}/").json()
+        return tuple(_normalised(p) for p in pages), task
+
+    before = what_i_see()
+    theirs = Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_b)
+    assert what_i_see() == before, "the co-reviewer taking the answer showed"
+    label_everything(theirs)
+    assert what_i_see() == before, "the co-reviewer's drafts showed"
+    assert not submit_labels(assignment=theirs)
+    assert what_i_see() == before, "the co-reviewer's submission showed"
+    reopen_task(assignment=theirs)
+    assert what_i_see() == before, "the co-reviewer reopening showed"
+
+
+@pytest.mark.django_db
+def test_a_reopen_is_answered_the_same_whether_or_not_the_co_reviewer_submitted(
+    opened, reviewer_a, reviewer_b, lead, settings
+):
+    """Within the undo window a reopen succeeds, also after the co-reviewer submitted and a
+    lead started adjudicating; after it, it is refused in the same words either way."""
+    answers = list(Answer.objects.filter(project=opened).exclude(claims=None)[:2])
+    outcomes = []
+    for answer, co_reviewer_submits in zip(answers, (True, False), strict=True):
+        mine = Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_a)
+        label_everything(mine)
+        assert not submit_labels(assignment=mine)
+        if co_reviewer_submits:
+            theirs = Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_b)
+            label_everything(theirs)
+            assert not submit_labels(assignment=theirs)
+            start_adjudication(answer=answer, lead=lead)
+        late = timezone.now() - timedelta(minutes=settings.CLAIMDESK_REOPEN_MINUTES + 1)
+        Assignment.objects.filter(pk=mine.pk).update(submitted_at=late)
+        with pytest.raises(ServiceError) as refused:
+            reopen_task(assignment=mine)
+        outcomes.append(str(refused.value))
+        Assignment.objects.filter(pk=mine.pk).update(submitted_at=timezone.now())
+        assert reopen_task(assignment=mine).status == Assignment.Status.IN_PROGRESS
+    assert outcomes[0] == outcomes[1]

@@ -1,0 +1,172 @@
+"""The labelling screen's hot queries stay bounded by an index however large the database
+grows. A second project, much larger than the reviewer's, fills the tables; after ANALYZE,
+every statement of the task page, a draft save, next task and submit is EXPLAINed, and each
+read of answers, claims, assignments and claim labels must go through an index: a
+sequential scan there would cost every request the whole table (the progress count once
+did, counting every project's answers to keep one)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotate.models import (
+    Answer,
+    Assignment,
+    Case,
+    Claim,
+    ClaimLabel,
+    Project,
+    Variant,
+)
+from annotate.services import open_labelling
+from tests.annotate.test_labelling import label_everything
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.postgres
+
+BIG_ANSWERS = 4000
+WATCHED = {
+    "annotate_answer",
+    "annotate_claim",
+    "annotate_assignment",
+    "annotate_claimlabel",
+}
+INDEXED = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
+
+
+def big_project(reviewers) -> Project:
+    """A project ten times the size of anything the reviewer holds: answers, two claims
+    each, two submitted assignments per answer, a label per claim and assignment."""
+    project = Project.objects.create(slug="big", name="Big", corpus_version="v", state="open")
+    variant = Variant.objects.create(project=project, name="v", content_hash="x")
+    cases = Case.objects.bulk_create(
+        Case(
+            project=project,
+            case_id=f"c{i}",
+            question="q",
+            answerable=True,
+            adversarial=False,
+            content_hash="x",
+        )
+        for i in range(BIG_ANSWERS)
+    )
+    answers = Answer.objects.bulk_create(
+        Answer(
+            project=project,
+            case=case,
+            variant=variant,
+            answer_id=f"a{i}",
+            text="One. Two.",
+            task_number=i + 1,
+            content_hash="x",
+        )
+        for i, case in enumerate(cases)
+    )
+    claims = Claim.objects.bulk_create(
+        Claim(answer=answer, ordinal=k, text="One.", start=5 * k, end=5 * k + 4)
+        for answer in answers
+        for k in range(2)
+    )
+    assignments = Assignment.objects.bulk_create(
+        Assignment(project=project, answer=answer, reviewer=person, status="submitted")
+        for answer in answers
+        for person in reviewers
+    )
+    by_answer = {}
+    for claim in claims:
+        by_answer.setdefault(claim.answer_id, []).append(claim)
+    ClaimLabel.objects.bulk_create(
+        ClaimLabel(assignment=a, claim=c, support="supported")
+        for a in assignments
+        for c in by_answer[a.answer_id]
+    )
+    return project
+
+
+def scans(plan: dict) -> list[tuple[str, str]]:
+    """(node type, relation) of every scan in an EXPLAIN (FORMAT JSON) plan."""
+    found = []
+    if "Relation Name" in plan and plan["Node Type"] != "ModifyTable":  # the write, not a read
+        found.append((plan["Node Type"], plan["Relation Name"]))
+    for child in plan.get("Plans", []):
+        found += scans(child)
+    return found
+
+
+def explain(sql: str) -> list[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+        raw = cursor.fetchone()[0]
+    plan = raw if isinstance(raw, list) else json.loads(raw)
+    return scans(plan[0]["Plan"])
+
+
+def watched_scans(captured) -> dict[str, list[tuple[str, str]]]:
+    out = {}
+    for query in captured:
+        sql = query["sql"]
+        if not sql.startswith(("SELECT", "UPDATE", "DELETE", "WITH")):
+            continue
+        touched = [s for s in explain(sql) if s[1] in WATCHED]
+        if touched:
+            out[sql] = touched
+    return out
+
+
+@pytest.mark.django_db
+def test_the_hot_queries_of_labelling_use_indexes_on_a_large_database(
+    client, team, reviewer_a, reviewer_b
+):
+    others = [
+        get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
+    ]
+    big_project(others)
+    project = open_labelling(project=team)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    take = reverse("take_next", args=[project.slug])
+    with CaptureQueriesContext(connection) as next_task:
+        assert client.post(take).status_code == 302
+    assignment = Assignment.objects.get(reviewer=reviewer_a, status="in_progress")
+    number = assignment.answer.task_number
+    page_url = reverse("task", args=[project.slug, number])
+    client.get(page_url)
+    with CaptureQueriesContext(connection) as page:
+        assert client.get(page_url).status_code == 200
+    claim = assignment.answer.claims.order_by("ordinal").first()
+    requests = {"next task": next_task, "page": page}
+    if claim is not None:
+        save_url = reverse("save_claim", args=[project.slug, number, claim.ordinal])
+        passage = assignment.answer.retrieved.first()
+        data = {"support": "supported", "version": "0"}
+        if passage is not None:
+            data["evidence_ids"] = [passage.passage.passage_id]
+        with CaptureQueriesContext(connection) as save:
+            assert client.post(save_url, data, headers={"HX-Request": "true"}).status_code == 200
+        requests["draft save"] = save
+    label_everything(assignment)
+    with CaptureQueriesContext(connection) as submit:
+        assert client.post(reverse("submit", args=[project.slug, number])).status_code == 302
+    requests["submit"] = submit
+
+    problems = []
+    shapes = {}
+    for name, captured in requests.items():
+        for sql, touched in watched_scans(captured).items():
+            shapes.setdefault(name, set()).update(touched)
+            bad = [s for s in touched if s[0] not in INDEXED]
+            if bad:
+                problems.append(f"{name}: {bad} in\n  {sql}")
+    assert not problems, "\n".join(problems)
+    # The plans' shape: each request reads the watched tables through their indexes only.
+    for name in requests:
+        assert shapes.get(name), f"{name} read none of the watched tables?"
+        assert {node for node, _ in shapes[name]} <= INDEXED, shapes[name]

@@ -1,0 +1,135 @@
+"""axe-core (through axe-playwright-python) on every page a reviewer and a lead can reach:
+no serious or critical violation anywhere. Pages with a state worth checking are checked in
+it (the labelling screen with a claim labelled and the shortcuts dialog open, the queue
+empty, a submitted task)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect
+
+from annotate.models import Answer, Assignment, Project, Role
+from annotate.services import add_member, import_labels, open_labelling
+from evaluation.judges import import_judge_run
+from evaluation.models import JudgeRun
+from tests.conftest import FIXTURES, import_fixture, login
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+expect.set_options(timeout=10_000)
+SERIOUS = {"serious", "critical"}
+AXE = Axe()
+
+
+@pytest.fixture
+def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
+    project = import_fixture("demo.jsonl", "demo")
+    for person in (reviewer_a, reviewer_b, outsider):
+        add_member(project=project, username=person.username, role=Role.REVIEWER)
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    project.guidelines = "Label what the passages permit."
+    project.save(update_fields=["guidelines"])
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
+        import_judge_run(lines=stream, project=project, user=lead)
+    return project
+
+
+def violations(page) -> list[str]:
+    """Serious and critical violations, one line per rule with the first elements."""
+    found = AXE.run(page).response["violations"]
+    return [
+        f"{page.url} [{v['impact']}] {v['id']}: {v['help']} -- "
+        + "; ".join(" ".join(n["target"]) for n in v["nodes"][:5])
+        + (f" (+{len(v['nodes']) - 5} more)" if len(v["nodes"]) > 5 else "")
+        for v in found
+        if v["impact"] in SERIOUS
+    ]
+
+
+def check(page, path: str | None, problems: list[str]) -> None:
+    if path is not None:
+        response = page.goto(path)
+        assert response is not None and response.status < 400, (path, response and response.status)
+        page.wait_for_load_state("load")
+    if path == "/api/docs/":
+        # Swagger UI draws itself after load; check it drawn, and with operations open.
+        page.wait_for_selector(".opblock-tag-section")
+        problems += violations(page)
+        page.locator(".opblock-summary-control").first.click()
+        page.wait_for_selector(".opblock-body")
+        page.locator(".opblock-summary-control").nth(3).click()
+    problems += violations(page)
+
+
+def test_a_reviewer_s_pages_have_no_serious_accessibility_violation(page, demo, outsider):
+    problems: list[str] = []
+    check(page, "/login/", problems)
+    login(page, outsider)
+    for path in ("/", "/p/demo/", "/account/preferences/", "/account/token/", "/api/docs/"):
+        check(page, path, problems)
+    page.goto("/p/demo/")
+    page.get_by_role("button", name="Next task").click()
+    page.wait_for_url(re.compile(r"/p/demo/tasks/\d+/$"))
+    page.wait_for_selector("body.js")
+    check(page, None, problems)  # a fresh task
+    with page.expect_response(lambda r: "/claims/" in r.url and r.request.method == "POST"):
+        page.keyboard.press("1")
+    page.wait_for_function("() => document.body.dataset.saving === '0'")
+    check(page, None, problems)  # a labelled claim, incomplete
+    page.keyboard.press("?")
+    check(page, None, problems)  # the shortcuts dialog
+    page.keyboard.press("Escape")
+    check(page, "/p/demo/tasks/", problems)  # my tasks (empty)
+    # a submitted task, read-only, and the list of submitted tasks
+    done = Assignment.objects.filter(reviewer__username="alice").select_related("answer").first()
+    page.context.clear_cookies()
+    login(page, done.reviewer)
+    check(page, f"/p/demo/tasks/{done.answer.task_number}/", problems)
+    check(page, "/p/demo/tasks/", problems)
+    # the queue empty: alice has labelled every answer she can
+    Answer.objects.filter(project=demo).exclude(assignments__reviewer=done.reviewer).update(
+        task_number=None
+    )
+    check(page, "/p/demo/done/", problems)
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead):
+    problems: list[str] = []
+    login(page, lead)
+    run = JudgeRun.objects.get(project=demo)
+    answer = Answer.objects.filter(project=demo).exclude(claims=None).first()
+    judged = run.verdicts.exclude(answer=None).values_list("answer_id", flat=True).first()
+    paths = [
+        "/",
+        "/projects/new/",
+        "/p/demo/setup/",
+        "/p/demo/members/",
+        "/p/demo/guidelines/",
+        "/p/demo/upload/",
+        "/p/demo/claims/",
+        f"/p/demo/claims/{answer.pk}/",
+        "/p/demo/agreement/",
+        "/p/demo/adjudicate/",
+        "/p/demo/gold/",
+        "/p/demo/evaluation/?a=baseline&b=verifier",
+        "/p/demo/judges/",
+        f"/p/demo/judges/{run.pk}/",
+        f"/p/demo/judges/{run.pk}/answers/{judged}/",
+        f"/p/demo/judges/compare/?a={run.pk}&b={run.pk}",
+        "/account/token/",
+        "/account/preferences/",
+        "/api/docs/",
+    ]
+    for path in paths:
+        check(page, path, problems)
+    page.goto("/p/demo/adjudicate/")
+    page.locator("table a[href^='/p/demo/adjudicate/']").first.click()
+    page.wait_for_url(re.compile(r"/p/demo/adjudicate/\d+/$"))
+    check(page, None, problems)  # the adjudication screen
+    assert problems == [], "\n".join(problems)

@@ -1,0 +1,108 @@
+"""Screenshots of the main screens at a desktop width (1440) and a phone width (390), saved as
+test artifacts (test-artifacts/*.png) for a person to look at. Each shot also checks the one
+layout rule a picture most often breaks: nothing wider than the window."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotate.models import Project, Role
+from annotate.services import add_member, import_labels, open_labelling
+from evaluation.judges import import_judge_run
+from evaluation.models import JudgeRun
+from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+expect.set_options(timeout=10_000)
+WIDTHS = {"desktop": (1440, 900), "phone": (390, 844)}
+
+
+@pytest.fixture
+def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
+    project = import_fixture("demo.jsonl", "demo")
+    for person in (reviewer_a, reviewer_b, outsider):
+        add_member(project=project, username=person.username, role=Role.REVIEWER)
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
+        import_judge_run(lines=stream, project=project, user=lead)
+    return project
+
+
+def no_horizontal_scroll(page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    viewport = page.viewport_size["width"]
+    assert width <= viewport, f"{page.url} is {width}px wide in a {viewport}px window"
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_screenshots_of_the_reviewer_screen(browser, live_server, demo, outsider, size):
+    width, height = WIDTHS[size]
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, base_url=live_server.url
+    )
+    try:
+        page = context.new_page()
+        login(page, outsider)
+        page.goto("/p/demo/")
+        page.get_by_role("button", name="Next task").click()
+        page.wait_for_url(re.compile(r"/p/demo/tasks/\d+/$"))
+        page.wait_for_selector("body.js")
+        with page.expect_response(lambda r: "/claims/" in r.url and r.request.method == "POST"):
+            page.keyboard.press("1")
+        page.wait_for_function("() => !document.querySelector('.htmx-request')")
+        screenshot(page, f"labelling-{width}")
+        no_horizontal_scroll(page)
+        # The sticky task bar never covers the control that has focus (scroll-padding).
+        bar = page.locator("#task-bar")
+        for key, focused in (("q", "#quote"), ("n", "#claim-note"), ("N", "#answer-note")):
+            page.locator(".question-text").click()
+            page.keyboard.press(key)
+            expect(page.locator(focused)).to_be_focused()
+            page.wait_for_timeout(100)  # the scroll that focus causes
+            control, cover = page.locator(focused).bounding_box(), bar.bounding_box()
+            assert control["y"] + control["height"] <= cover["y"] + 1, (size, focused)
+        page.keyboard.press("Escape")
+        page.keyboard.press("p")
+        page.wait_for_timeout(100)
+        control = page.locator(".passage-text:focus").bounding_box()
+        assert control["y"] + min(control["height"], 40) <= bar.bounding_box()["y"] + 1
+        # the window as the reviewer sees it, a passage focused above the bar
+        page.screenshot(path=str(ARTIFACTS / f"labelling-{width}-focus.png"))
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size):
+    width, height = WIDTHS[size]
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, base_url=live_server.url
+    )
+    run = JudgeRun.objects.get(project=demo)
+    try:
+        page = context.new_page()
+        login(page, lead)
+        page.goto("/p/demo/adjudicate/")
+        page.locator("table a[href^='/p/demo/adjudicate/']").first.click()
+        page.wait_for_url(re.compile(r"/p/demo/adjudicate/\d+/$"))
+        shots = [
+            ("adjudication", None),
+            ("agreement", "/p/demo/agreement/"),
+            ("evaluation", "/p/demo/evaluation/?a=baseline&b=verifier"),
+            ("calibration", f"/p/demo/judges/{run.pk}/"),
+        ]
+        for name, path in shots:
+            if path:
+                page.goto(path)
+                page.wait_for_load_state("load")
+            screenshot(page, f"{name}-{width}")
+            no_horizontal_scroll(page)
+    finally:
+        context.close()
