@@ -401,6 +401,11 @@ class Assignment(models.Model):
     # The answer-level draft's save counter. A save names the version it was made from; one
     # naming an older version (another tab saved in between) is refused, never applied.
     draft_version = models.PositiveIntegerField(default=0)
+    # Until when the reviewer may undo (reopen) this submission; None: no undo (an imported
+    # label set, or not submitted). A lead opens an answer for adjudication only once every
+    # undo window on it has closed: no label changes after a lead has read it, and a refused
+    # undo depends on the reviewer's own submission time alone.
+    undo_until = models.DateTimeField(null=True, blank=True)
 
     objects = AssignmentQuerySet.as_manager()
     # Status changes (taken, submitted, reopened, released) and imported label sets. A draft

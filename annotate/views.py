@@ -450,7 +450,12 @@ def _parse_choice(row, request) -> tuple[bool, object]:
 def adjudicate(request, project, role, number):
     answer = selectors.answer_by_task_number(project, number)
     # Freeze the labels first, then read them: a reviewer's reopen cannot slip in between.
-    if answer is None or services.start_adjudication(answer=answer, lead=request.user) is None:
+    try:
+        lock = answer and services.start_adjudication(answer=answer, lead=request.user)
+    except services.StillUndoable as exc:
+        context = {"project": project, "role": role, "number": number, "reason": str(exc)}
+        return render(request, "annotate/adjudication_waiting.html", context)
+    if lock is None:
         raise Http404("Not found")
     screen = selectors.adjudication_screen(project, number)
     if screen is None:

@@ -200,7 +200,8 @@ SPECTACULAR_SETTINGS = {
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))
 # A reviewer may reopen (undo) a submission for this long after making it, and never after:
 # a rule that depends on nothing the co-reviewer or a lead does, so a refusal reveals nothing.
-CLAIMDESK_REOPEN_MINUTES = int(os.environ.get("CLAIMDESK_REOPEN_MINUTES", "30"))
+# A lead can open an answer for adjudication once its reviewers' windows have closed.
+CLAIMDESK_REOPEN_MINUTES = float(os.environ.get("CLAIMDESK_REOPEN_MINUTES", "30"))
 
 # Content-Security-Policy (django-csp): everything from our own origin, nothing inline. The
 # templates carry no inline script, event handler or style (htmx's own indicator style is

@@ -865,14 +865,20 @@ class AdjudicationQueue(ListView, LeadView):
         return super().get(request, *args, **kwargs)
 
 
+class StillUndoable(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "still_undoable"
+
+
 class Adjudication(LeadView):
     def screen(self, number: int):
         # As on the page: freeze the labels (no reopening) before reading them.
         answer = selectors.answer_by_task_number(self.project, number)
-        if (
-            answer is None
-            or services.start_adjudication(answer=answer, lead=self.request.user) is None
-        ):
+        try:
+            lock = answer and services.start_adjudication(answer=answer, lead=self.request.user)
+        except services.StillUndoable as exc:
+            raise StillUndoable(str(exc)) from exc
+        if lock is None:
             raise NotFound()
         screen = selectors.adjudication_screen(self.project, number)
         if screen is None:
@@ -882,8 +888,10 @@ class Adjudication(LeadView):
     @extend_schema(
         tags=["adjudication"],
         summary="Both reviewers' labels of one task, side by side (variant hidden)",
+        description="409 while a reviewer may still undo their submission of the task (for "
+        "CLAIMDESK_REOPEN_MINUTES after it): the task opens for adjudication then.",
         parameters=[NUMBER],
-        responses=responses(s.AdjudicationSerializer),
+        responses=responses(s.AdjudicationSerializer, r409=CONFLICT_409),
     )
     def get(self, request, slug, number):
         return Response(s.AdjudicationSerializer(self.screen(number)).data)

@@ -24,6 +24,16 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
+            model_name='assignment',
+            name='undo_until',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='historicalassignment',
+            name='undo_until',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
             model_name='claimlabel',
             name='version',
             field=models.PositiveIntegerField(default=0),

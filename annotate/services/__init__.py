@@ -18,6 +18,7 @@ One module per capability:
 from annotate.services.adjudication import (
     Conflict,
     DecisionInput,
+    StillUndoable,
     adjudicate,
     start_adjudication,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "LabelErrors",
     "LabelImportResult",
     "StaleDraft",
+    "StillUndoable",
     "MemberError",
     "MembersImportResult",
     "RagasImportResult",

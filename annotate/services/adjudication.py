@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from annotate import gold, safe_json
 from annotate.bundles import quote_occurs
@@ -35,6 +37,20 @@ from annotate.services.labelling import shown_passages
 
 class Conflict(ServiceError):
     """Another lead saved the same item first; nothing of this save was written."""
+
+
+class StillUndoable(ServiceError):
+    """A reviewer of this answer may still undo their submission (until `until`): the answer
+    opens for adjudication when that window closes, so a lead never reads labels that then
+    change. Leads see every label anyway; reviewers never see this."""
+
+    def __init__(self, until):
+        super().__init__(
+            "A reviewer can still undo their submission of this task, until "
+            f"{timezone.localtime(until):%H:%M} {timezone.localtime(until):%Z}. It opens for "
+            "adjudication then, so no label changes after you have read it."
+        )
+        self.until = until
 
 
 @dataclass(frozen=True)
@@ -188,20 +204,26 @@ def _outside_schema(
 
 @transaction.atomic
 def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
-    """Opening an item for adjudication freezes the reviewers' labels (no more reopening).
+    """Opening an item for adjudication freezes the reviewers' labels.
 
-    Serialised with reopen_task on the answer's row: a reviewer's reopen either commits
-    before (and the answer is no longer doubly labelled, so nothing starts and the caller
-    shows nothing) or waits and is refused. Reading the labels comes after this call, so a
-    lead never sees labels a reviewer then changes. None when the answer does not hold two
-    submitted label sets: a lead opening that URL must not freeze a lone reviewer's task."""
+    A reviewer can undo a submission only inside its window (labelling.can_reopen), and an
+    answer opens only once every window on it has closed (StillUndoable until then): so no
+    reopen ever follows the start of adjudication, and a refused reopen says nothing about
+    the co-reviewer. Serialised with reopen_task on the answer's row, so a reopen at the last
+    moment either commits before (the answer is no longer doubly labelled: nothing starts)
+    or waits and finds its window closed. Reading the labels comes after this call. None
+    when the answer does not hold two submitted label sets: a lead opening that URL must not
+    freeze a lone reviewer's task."""
     Answer.objects.select_for_update().filter(pk=answer.pk).values_list("pk").first()
     lock = AdjudicationLock.objects.filter(answer=answer).first()
     if lock is not None:
         return lock
-    submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED).count()
-    if submitted < 2:
+    submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED)
+    if submitted.count() < 2:
         return None
+    undoable = submitted.filter(undo_until__gt=timezone.now()).aggregate(Max("undo_until"))
+    if undoable["undo_until__max"] is not None:
+        raise StillUndoable(undoable["undo_until__max"])
     return AdjudicationLock.objects.create(answer=answer, started_by=lead)
 
 
@@ -214,7 +236,11 @@ def adjudicate(
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
-    lock, _ = AdjudicationLock.objects.get_or_create(answer=answer, defaults={"started_by": lead})
+    lock = start_adjudication(answer=answer, lead=lead)  # StillUndoable while a window is open
+    if lock is None:
+        lock, _ = AdjudicationLock.objects.get_or_create(
+            answer=answer, defaults={"started_by": lead}
+        )
     lock = AdjudicationLock.objects.select_for_update().get(pk=lock.pk)
     if lock.version != version:
         raise Conflict(

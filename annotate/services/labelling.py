@@ -424,6 +424,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     _touch(assignment, now)
     assignment.status = Assignment.Status.SUBMITTED
     assignment.submitted_at = now
+    assignment.undo_until = now + reopen_window()
     assignment.revision += 1
     assignment.save()
     LabelRevision.objects.create(
@@ -447,14 +448,15 @@ def reopen_window() -> timedelta:
 def can_reopen(assignment: Assignment, now=None) -> bool:
     """Whether the reviewer may still reopen (undo) this submission. It depends on their own
     submission time alone: a rule that looked at adjudication would refuse exactly when the
-    co-reviewer had submitted too, and so tell the reviewer so."""
-    if assignment.status != Assignment.Status.SUBMITTED or assignment.submitted_at is None:
+    co-reviewer had submitted too, and so tell the reviewer so. Adjudication waits for the
+    window instead (start_adjudication)."""
+    if assignment.status != Assignment.Status.SUBMITTED or assignment.undo_until is None:
         return False
-    return (now or timezone.now()) - assignment.submitted_at < reopen_window()
+    return (now or timezone.now()) < assignment.undo_until
 
 
 REOPEN_CLOSED = (
-    "This task can no longer be reopened: a submission can be undone for {minutes} minutes "
+    "This task can no longer be reopened: a submission can be undone for {minutes:g} minutes "
     "after it is made. Ask a lead if one of its labels must change."
 )
 
@@ -475,5 +477,6 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
         raise ServiceError(REOPEN_CLOSED.format(minutes=settings.CLAIMDESK_REOPEN_MINUTES))
     assignment.status = Assignment.Status.IN_PROGRESS
     assignment.touched_at = timezone.now()
-    assignment.save(update_fields=["status", "touched_at"])
+    assignment.undo_until = None
+    assignment.save(update_fields=["status", "touched_at", "undo_until"])
     return assignment

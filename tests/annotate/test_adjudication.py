@@ -15,17 +15,19 @@ from django.utils import timezone
 
 from annotate import gold
 from annotate.exports import GOLD_CSV_COLUMNS, gold_rows, jsonl
-from annotate.models import Answer, Assignment, Decision, Project
+from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
 from annotate.services import (
     Conflict,
     DecisionInput,
     ServiceError,
+    StillUndoable,
     add_member,
     adjudicate,
     import_labels,
     open_labelling,
     reopen_task,
     start_adjudication,
+    submit_labels,
 )
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
@@ -134,22 +136,42 @@ def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
     assert not Decision.objects.exists()
 
 
-def test_reopening_depends_on_the_reviewer_s_own_submission_time_alone(demo, lead, settings):
-    """Refusing a reopen because a lead had started adjudicating would tell the reviewer that
-    their co-reviewer had submitted too (and disagreed): a submission can be undone for a
-    while after it is made, and never after, whatever anyone else did."""
+def test_adjudication_waits_until_no_reviewer_can_undo_and_no_reopen_follows(demo, client, lead):
+    """Issue #15: no reopen after a lead started adjudicating, and a refused reopen must not
+    tell the reviewer that their co-reviewer submitted. A submission can be undone for a
+    while after it is made (its own clock alone); the answer opens for adjudication once
+    every such window on it has closed -- the page and the API say until when."""
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)
-    start_adjudication(answer=answer, lead=lead)
     first, second = Assignment.objects.filter(answer=answer).order_by("pk")[:2]
-    Assignment.objects.filter(pk=first.pk).update(
-        submitted_at=timezone.now() - timedelta(minutes=settings.CLAIMDESK_REOPEN_MINUTES + 1)
-    )
-    with pytest.raises(ServiceError, match="can no longer be reopened") as refused:
+    with pytest.raises(ServiceError, match="can no longer be reopened"):  # imported: no undo
         reopen_task(assignment=first)
-    assert "lead" not in str(refused.value).split(".")[0]  # the reason names the time rule
-    Assignment.objects.filter(pk=second.pk).update(submitted_at=timezone.now())
-    assert reopen_task(assignment=second).status == Assignment.Status.IN_PROGRESS
+    reopen_task(assignment=_undoable(second))
+    assert not submit_labels(assignment=Assignment.objects.get(pk=second.pk))
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": answer.task_number})
+    page = client.get(url)
+    assert page.status_code == 200 and "not open for adjudication yet" in page.content.decode()
+    assert "can still undo their submission of this task, until" in page.content.decode()
+    with pytest.raises(StillUndoable):
+        start_adjudication(answer=answer, lead=lead)
+    assert (
+        not Decision.objects.exists()
+        and not AdjudicationLock.objects.filter(answer=answer).exists()
+    )
+    Assignment.objects.filter(pk=second.pk).update(undo_until=timezone.now())  # time passes
+    assert client.get(url).context["screen"] is not None
+    with pytest.raises(ServiceError, match="can no longer be reopened") as refused:
+        reopen_task(assignment=second)
+    assert "lead" not in str(refused.value).split(".")[0]  # the reason is the time rule
+
+
+def _undoable(assignment):
+    """As if its reviewer had just submitted on the labelling screen."""
+    Assignment.objects.filter(pk=assignment.pk).update(
+        undo_until=timezone.now() + timedelta(minutes=5)
+    )
+    return Assignment.objects.get(pk=assignment.pk)
 
 
 def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lead):
@@ -402,13 +424,13 @@ def test_the_lead_sees_who_did_what_to_a_task_and_when(demo, client, lead):
     """Issue #15: an audit trail of labels, decisions, membership, schema and data changes
     (django-simple-history), which a lead sees per task."""
     from annotate.models import Assignment
-    from annotate.services import reopen_task, submit_labels
 
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)
     mine = Assignment.objects.get(answer=answer, reviewer__username="alice")
-    reopen_task(assignment=mine)
+    reopen_task(assignment=_undoable(mine))
     assert not submit_labels(assignment=Assignment.objects.get(pk=mine.pk))
+    Assignment.objects.filter(pk=mine.pk).update(undo_until=timezone.now())  # time passes
     client.login(username=lead.username, password=PASSWORD)
     page = client.get(
         reverse("adjudicate", kwargs={"slug": demo.slug, "number": answer.task_number})

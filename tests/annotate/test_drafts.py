@@ -19,6 +19,7 @@ from annotate.models import Answer, Assignment, ClaimLabel, Project
 from annotate.services import (
     ServiceError,
     StaleDraft,
+    StillUndoable,
     open_labelling,
     reopen_task,
     save_answer_label,
@@ -138,10 +139,11 @@ def test_a_stale_answer_form_gets_409_with_the_newer_answer_label(client, alice_
 
 
 @pytest.mark.django_db
-def test_the_api_refuses_a_stale_draft_and_old_clients_need_no_version(opened, reviewer_a):
+def test_the_api_refuses_a_stale_draft_and_old_clients_need_no_version(alice_task, reviewer_a):
+    # a task with claims (the queue's "next" could be an answer without any)
     api = token_client(reviewer_a)
-    task = api.post(f"{API}/projects/small/tasks/next/").json()
-    number = task["task_number"]
+    number = alice_task.answer.task_number
+    task = api.get(f"{API}/projects/small/tasks/{number}/").json()
     claim_url = f"{API}/projects/small/tasks/{number}/claims/0/"
     assert task["claims"][0]["label"] is None
     first = api.patch(claim_url, {"support": "supported", "version": 0}, format="json")
@@ -206,10 +208,11 @@ def test_nothing_on_my_screen_moves_when_my_co_reviewer_acts_on_the_same_answer(
 
 @pytest.mark.django_db
 def test_a_reopen_is_answered_the_same_whether_or_not_the_co_reviewer_submitted(
-    opened, reviewer_a, reviewer_b, lead, settings
+    opened, reviewer_a, reviewer_b, lead
 ):
-    """Within the undo window a reopen succeeds, also after the co-reviewer submitted and a
-    lead started adjudicating; after it, it is refused in the same words either way."""
+    """Within the undo window a reopen succeeds, also after the co-reviewer submitted (a lead
+    cannot open the answer meanwhile); after it, it is refused in the same words either way,
+    and only then does the answer open for adjudication."""
     answers = list(Answer.objects.filter(project=opened).exclude(claims=None)[:2])
     outcomes = []
     for answer, co_reviewer_submits in zip(answers, (True, False), strict=True):
@@ -220,12 +223,15 @@ def test_a_reopen_is_answered_the_same_whether_or_not_the_co_reviewer_submitted(
             theirs = Assignment.objects.create(project=opened, answer=answer, reviewer=reviewer_b)
             label_everything(theirs)
             assert not submit_labels(assignment=theirs)
-            start_adjudication(answer=answer, lead=lead)
-        late = timezone.now() - timedelta(minutes=settings.CLAIMDESK_REOPEN_MINUTES + 1)
-        Assignment.objects.filter(pk=mine.pk).update(submitted_at=late)
+            with pytest.raises(StillUndoable):
+                start_adjudication(answer=answer, lead=lead)
+        assert reopen_task(assignment=mine).status == Assignment.Status.IN_PROGRESS
+        assert not submit_labels(assignment=mine)
+        closed = timezone.now() - timedelta(seconds=1)
+        Assignment.objects.filter(answer=answer).update(undo_until=closed)
+        if co_reviewer_submits:
+            assert start_adjudication(answer=answer, lead=lead) is not None
         with pytest.raises(ServiceError) as refused:
             reopen_task(assignment=mine)
         outcomes.append(str(refused.value))
-        Assignment.objects.filter(pk=mine.pk).update(submitted_at=timezone.now())
-        assert reopen_task(assignment=mine).status == Assignment.Status.IN_PROGRESS
     assert outcomes[0] == outcomes[1]
