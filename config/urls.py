@@ -13,6 +13,7 @@ urlpatterns = [
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("account/token/", token_views.tokens, name="api_token"),
+    path("", include("jobs.urls")),
     path("", include("config.api_urls")),
     path("", include("annotate.urls")),
 ]

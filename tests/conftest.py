@@ -28,6 +28,25 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+IMMEDIATE_TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture(autouse=True)
+def _tasks_run_in_process(settings, tmp_path):
+    """Background jobs run inside the request or call that queues them, as with
+    CLAIMDESK_TASKS=immediate, and store their files in the test's own folder. Tests of the
+    workers themselves (tests/jobs/) switch to the database or RQ backend."""
+    settings.TASKS = IMMEDIATE_TASKS
+    settings.CLAIMDESK_TASKS = "immediate"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "jobs": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "jobs"},
+        },
+    }
+
+
 @pytest.fixture(autouse=True)
 def _no_login_throttle(settings):
     """django-axes needs the request to count a login, which client.login() does not pass;

@@ -24,6 +24,7 @@ from annotate.services.base import ServiceError
 from annotate.services.imports import (
     SLUG_TAKEN,
     ImportResult,
+    check_new_slug,
     import_bundle,
     import_new_project,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "adjudicate",
     "adjudication_started",
     "change_member_role",
+    "check_new_slug",
     "check_answer_label",
     "check_claim_label",
     "default_citation_verdicts",

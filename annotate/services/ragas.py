@@ -4,7 +4,7 @@ all-or-nothing write and re-import idempotency hold as they do for a bundle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from django.db import transaction
@@ -28,6 +28,7 @@ def import_ragas(
     variant: str,
     name: str | None = None,
     replace: bool = False,
+    progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
     if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
@@ -48,7 +49,11 @@ def import_ragas(
         _refuse_new_answers(project, conversion)
     try:
         result = import_bundle(
-            lines=conversion.lines, project_slug=project_slug, name=name, replace=replace
+            lines=conversion.lines,
+            project_slug=project_slug,
+            name=name,
+            replace=replace,
+            progress=progress,
         )
     except BundleInvalid as exc:
         raise conversion.errors_in_dataset(exc) from exc
@@ -87,11 +92,14 @@ def import_ragas_new_project(
     name: str | None,
     user,
     reimport: bool = True,
+    progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """import_ragas as a new project whose lead is `user`, under import_new_project's rules."""
     return import_as_new_project(
         slug=slug,
         user=user,
         reimport=reimport,
-        load=lambda: import_ragas(lines=lines, project_slug=slug, variant=variant, name=name),
+        load=lambda: import_ragas(
+            lines=lines, project_slug=slug, variant=variant, name=name, progress=progress
+        ),
     )
