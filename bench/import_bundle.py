@@ -22,10 +22,13 @@ ANSWERS = int(os.environ.get("BENCH_ANSWERS", "10000"))
 CLAIMS_PER_ANSWER = 10
 RETRIEVED_PER_ANSWER = 10
 PASSAGES = 2000
-CASES = ANSWERS // 2
 
 
-def write_bundle(path: Path) -> int:
+def write_bundle(path: Path, answers: int = ANSWERS, *, broken_every: int = 0) -> int:
+    """Write a bundle of `answers` answers (two per case) with 10 claims and 10 retrieved
+    passages each; returns its line count. With `broken_every`, every n-th answer names a case
+    that does not exist: a bundle an import must refuse whole, line by line."""
+    cases = answers // 2
     lines = 0
     with path.open("w") as out:
 
@@ -45,7 +48,7 @@ def write_bundle(path: Path) -> int:
                     "text": f"Passage {p} states fact number {p} about the course. " * 3,
                 }
             )
-        for c in range(CASES):
+        for c in range(cases):
             emit(
                 {
                     "type": "case",
@@ -71,7 +74,7 @@ def write_bundle(path: Path) -> int:
                 }
             )
         sentence = "The course states fact number {n} clearly [doc-{p}:p1]. "
-        for a in range(ANSWERS):
+        for a in range(answers):
             case = a // 2
             parts, claims, pos = [], [], 0
             for n in range(CLAIMS_PER_ANSWER):
@@ -90,7 +93,11 @@ def write_bundle(path: Path) -> int:
                 {
                     "type": "answer",
                     "answer_id": f"case-{case}/{'baseline' if a % 2 else 'verifier'}",
-                    "case_id": f"case-{case}",
+                    "case_id": (
+                        f"no-such-case-{case}"
+                        if broken_every and a % broken_every == broken_every - 1
+                        else f"case-{case}"
+                    ),
                     "variant": "baseline" if a % 2 else "verifier",
                     "text": "".join(parts).rstrip(),
                     "elapsed_ms": 1000 + a % 900,

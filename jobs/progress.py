@@ -1,7 +1,7 @@
 """How far a running job has got, and the heartbeat that says its worker is alive.
 
 The work updates a Progress in memory (a counter per line read, a stage per step written);
-a thread writes it to the job's row every second on a connection of its own. The import
+a thread writes it to the job's row twice a second on a connection of its own. The import
 itself runs in one long transaction, so nothing it writes is visible until it commits:
 progress has to travel outside it, and a worker killed mid-import leaves a heartbeat that
 stops ageing -- which is how a lost worker is told from a slow one (Job.stalled).
@@ -23,7 +23,7 @@ from jobs.models import Job
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_SECONDS = 1.0
+HEARTBEAT_SECONDS = 0.5
 # The steps import_bundle reports as it writes (annotate.services.imports._write), in order.
 WRITE_STEPS = ("passages", "cases", "answers", "retrieved passages", "claims", "citations")
 
