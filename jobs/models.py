@@ -123,21 +123,35 @@ class Job(models.Model):
 
     @property
     def percent(self) -> int | None:
-        """How far along, for a progress bar: reading the file is the first 60% of an import
-        (measured: parsing and checking take about that share of a large import's time),
-        writing the rest. None while nothing can be said (waiting, or an export of unknown
-        size)."""
+        """How far along, for a progress bar. An import spends about a fifth of its time
+        reading and checking the file and the rest writing, most of it the retrieved
+        passages, claims and citations (bench/tasks.py); the bar follows that. None while
+        nothing can be said (waiting)."""
         if self.status == self.Status.SUCCEEDED:
             return 100
         if self.status != self.Status.RUNNING:
             return None
-        if self.is_import:
-            read = min(self.lines_read / self.lines_total, 1.0) if self.lines_total else 0.0
-            written = min(self.rows_written / self.rows_total, 1.0) if self.rows_total else 0.0
-            return int(60 * read + 40 * written)
-        if self.rows_total:
-            return int(100 * min(self.rows_written / self.rows_total, 1.0))
-        return None
+        if not self.is_import:
+            done = self.rows_written / self.rows_total if self.rows_total else 0.0
+            return int(100 * min(done, 1.0))
+        if self.stage in WRITE_SHARE:
+            return int(100 * (READ_SHARE + (1 - READ_SHARE) * WRITE_SHARE[self.stage]))
+        read = min(self.lines_read / self.lines_total, 1.0) if self.lines_total else 0.0
+        return int(100 * READ_SHARE * read)
+
+
+# An import's progress: the share of its time spent reading and checking, then how much of
+# the writing is done once each step (annotate.services.imports._write) has finished.
+READ_SHARE = 0.2
+WRITE_SHARE = {
+    "passages": 0.02,
+    "cases": 0.05,
+    "answers": 0.15,
+    "retrieved passages": 0.45,
+    "claims": 0.75,
+    "citations": 0.98,
+    "written": 0.98,
+}
 
 
 class StoredReport(models.Model):

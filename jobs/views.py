@@ -8,6 +8,8 @@ by line; an export shows its download.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
@@ -39,7 +41,12 @@ def done_url(job: Job) -> str:
 
 
 def announce(request, job: Job) -> None:
-    """The finished import's result, as the synchronous upload said it."""
+    """The finished import's result, as the synchronous upload said it; once per job, however
+    many of the page's polls (or reloads) see it finished."""
+    announced = request.session.get("jobs_announced", [])
+    if str(job.pk) in announced:
+        return
+    request.session["jobs_announced"] = [*announced[-19:], str(job.pk)]
     result = job.result
     if job.kind == Job.Kind.LABEL_IMPORT:
         messages.success(request, f"Labels: {result.get('summary', 'imported')}.")
@@ -79,7 +86,8 @@ def _again_url(job: Job) -> str:
     if job.kind == Job.Kind.GOLD_EXPORT:
         return reverse("gold", kwargs={"slug": job.project_slug})
     if job.project_id is None:
-        return reverse("project_new")
+        query = urlencode({"slug": job.project_slug, "name": job.params.get("name") or ""})
+        return f"{reverse('project_new')}?{query}"
     return reverse("project_upload", kwargs={"slug": job.project_slug})
 
 

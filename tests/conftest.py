@@ -13,6 +13,9 @@ from django.contrib.auth import get_user_model
 
 from annotate.models import Project, Role
 
+# Real worker processes for the tests of background jobs (fixtures `workers`, `database_tasks`).
+pytest_plugins = ["tests.workers"]
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PASSWORD = "correct horse battery"
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from jobs import health
 from jobs.models import Job
-from tests.jobs.conftest import ROOT, wait_for
+from tests.workers import ROOT, wait_for
 
 
 def _children(pgid: int) -> list[str]:

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotate.models import Answer, Claim, Passage, Project
 from jobs import services
 from jobs.models import Job
-from tests.jobs.conftest import wait_for, write_bundle
+from tests.workers import wait_for, write_bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

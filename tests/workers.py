@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 DATABASE_TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 
