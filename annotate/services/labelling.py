@@ -206,7 +206,7 @@ def save_claim_label(
 
     The label returned holds the assignment as locked and written (its save time)."""
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self", "answer"))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
@@ -257,7 +257,7 @@ _CLAIM_FIELD_OF = {
 @transaction.atomic
 def save_answer_label(*, assignment: Assignment, data: dict) -> tuple[Assignment, LabelErrors]:
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self", "answer"))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
@@ -355,7 +355,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     """Submit when every claim and the answer are labelled; each submission is kept as a
     revision, so a later edit never silently replaces what was submitted before."""
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self", "answer"))
         .select_related("answer", "project")
         .get(pk=assignment.pk)
     )
