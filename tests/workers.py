@@ -85,12 +85,14 @@ def database_tasks(settings, tmp_path):
 
 
 @pytest.fixture
-def workers(database_tasks):
-    """Start workers with `workers(**env)`; each is stopped at the end of the test."""
+def workers(tmp_path):
+    """Start workers with `workers(**env)` (the database backend unless env says otherwise);
+    each is stopped at the end of the test. Jobs queued by the test itself need the backend
+    to match: `database_tasks`, or the RQ test's own fixture."""
     started: list[Worker] = []
 
     def start(**env: str) -> Worker:
-        worker = Worker(database_tasks, **env)
+        worker = Worker(tmp_path, **env)
         started.append(worker)
         return worker
 

@@ -40,7 +40,7 @@ def progress_value(page) -> float | None:
 
 
 def test_a_lead_watches_a_big_import_survives_a_reload_and_lands_on_set_up(
-    page, workers, lead, tmp_path
+    page, database_tasks, workers, lead, tmp_path
 ):
     bundle = write_bundle(tmp_path / "big.jsonl", ANSWERS)
     worker = workers()
@@ -79,7 +79,7 @@ def test_a_lead_watches_a_big_import_survives_a_reload_and_lands_on_set_up(
 
 
 def test_a_broken_big_bundle_shows_every_error_by_line_and_writes_nothing(
-    page, workers, lead, tmp_path
+    page, database_tasks, workers, lead, tmp_path
 ):
     bundle = write_bundle(tmp_path / "broken.jsonl", ANSWERS, broken_every=50)
     workers()

@@ -59,8 +59,8 @@ def test_make_run_serves_with_a_worker_beside_it_and_ctrl_c_stops_both(tmp_path)
 
         def up():
             try:
-                return requests.get("http://127.0.0.1:8791/healthz", timeout=1).ok
-            except requests.ConnectionError:
+                return requests.get("http://127.0.0.1:8791/healthz", timeout=5).ok
+            except requests.RequestException:
                 return False
 
         wait_for(up, "the development server", timeout=60, every=0.3)

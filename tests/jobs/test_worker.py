@@ -23,7 +23,9 @@ def fresh(job: Job) -> Job:
     return Job.objects.get(pk=job.pk)
 
 
-def test_a_worker_imports_a_queued_bundle_and_reports_progress_as_it_goes(workers, lead, tmp_path):
+def test_a_worker_imports_a_queued_bundle_and_reports_progress_as_it_goes(
+    database_tasks, workers, lead, tmp_path
+):
     bundle = write_bundle(tmp_path / "b.jsonl", 2000)
     job = services.start_import(
         kind=Job.Kind.BUNDLE_IMPORT, user=lead, upload=upload(bundle), slug="big", params={}
@@ -51,7 +53,7 @@ def test_a_worker_imports_a_queued_bundle_and_reports_progress_as_it_goes(worker
 
 
 def test_a_worker_killed_mid_import_leaves_nothing_and_the_retried_job_completes(
-    workers, lead, settings, tmp_path
+    database_tasks, workers, lead, settings, tmp_path
 ):
     settings.CLAIMDESK_JOB_STALE_SECONDS = 3
     bundle = write_bundle(tmp_path / "b.jsonl", 6000)
@@ -87,7 +89,7 @@ def test_a_worker_killed_mid_import_leaves_nothing_and_the_retried_job_completes
 
 
 def test_a_refused_bundle_fails_its_job_with_every_error_by_line_and_writes_nothing(
-    workers, lead, tmp_path
+    database_tasks, workers, lead, tmp_path
 ):
     bundle = write_bundle(tmp_path / "b.jsonl", 1000, broken_every=100)
     job = services.start_import(

@@ -29,7 +29,10 @@ class Command(BaseCommand):
             return
         if backend == "rq":
             extra = {"burst": True} if batch else {}
-            call_command("rqworker", "default", verbosity=verbosity, **extra)
+            # django-tasks-rq's Job runs a Task; RQ's own would try to call it as a function.
+            call_command(
+                "rqworker", "default", job_class="django_tasks_rq.Job", verbosity=verbosity, **extra
+            )
             return
         call_command(
             "db_worker",
