@@ -383,8 +383,9 @@ def _gold_export(job: Job, progress: Progress) -> None:
     # One snapshot of the labels for the whole file, as one long SELECT would see them. The
     # job's row is written after it, outside: under REPEATABLE READ the heartbeat's updates
     # of that row would make the final one a serialization failure.
+    fresh_transaction = not connection.in_atomic_block  # inside a request's, it has a snapshot
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and fresh_transaction:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         saved = storage().save(name, _Chunks(body))

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.conf import settings
 from django.core import signals
 from django.core.files import File
 from django.db.models import Q
@@ -925,6 +926,21 @@ class Gold(LeadView):
 
     def get(self, request, slug):
         filters = query(s.GoldFilterSerializer, request)
+        size = exports.gold_size(self.project)
+        if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
+            job = jobs.start_gold_export(
+                project=self.project,
+                user=request.user,
+                fmt=self.fmt,
+                filters={
+                    "item": filters["item"],
+                    "split": filters["judge_split"],
+                    "decided_only": filters["decided_only"],
+                    "with_context": filters["with_context"],
+                },
+                rows=size,
+            )
+            return accepted(job)
         rows = exports.gold_rows(
             self.project,
             item=filters["item"],
@@ -936,6 +952,15 @@ class Gold(LeadView):
 
 
 GOLD_PARAMETERS = [s.GoldFilterSerializer]
+GOLD_DESCRIPTION = (
+    "A gold set of up to CLAIMDESK_GOLD_STREAM_MAX_ROWS rows (20,000 by default) streams in "
+    "the response. A larger one is written to a file by a worker: the answer is then 202 with "
+    "the job to poll, whose `download_url` serves the file once `status` is `succeeded`. "
+    "Asking again while the labels are unchanged returns the same job."
+)
+GOLD_ACCEPTED = OpenApiResponse(
+    ACCEPTED_202.response, description="A large gold set: written by a worker; poll the job."
+)
 
 
 class GoldJSONL(Gold):
@@ -944,9 +969,15 @@ class GoldJSONL(Gold):
     @extend_schema(
         tags=["gold"],
         summary="The gold set as JSONL (streamed), one row per claim and per answer",
+        description=GOLD_DESCRIPTION,
         parameters=GOLD_PARAMETERS,
         responses=responses(
-            OpenApiResponse(OpenApiTypes.BINARY, description="JSONL rows with provenance."),
+            {
+                200: OpenApiResponse(
+                    OpenApiTypes.BINARY, description="JSONL rows with provenance."
+                ),
+                202: GOLD_ACCEPTED,
+            },
             r400=ERROR_400,
         ),
     )
@@ -960,9 +991,15 @@ class GoldCSV(Gold):
     @extend_schema(
         tags=["gold"],
         summary="The gold set as CSV (streamed)",
+        description=GOLD_DESCRIPTION,
         parameters=GOLD_PARAMETERS,
         responses=responses(
-            OpenApiResponse(OpenApiTypes.BINARY, description="CSV; nested values as JSON."),
+            {
+                200: OpenApiResponse(
+                    OpenApiTypes.BINARY, description="CSV; nested values as JSON."
+                ),
+                202: GOLD_ACCEPTED,
+            },
             r400=ERROR_400,
         ),
     )

@@ -117,3 +117,21 @@ def test_a_job_is_run_once_however_often_its_task_is_delivered(database_tasks, l
     run_job.call(str(job.pk))  # a second delivery finds the job done and leaves it
     job = fresh(job)
     assert job.status == Job.Status.SUCCEEDED and job.attempt == 1
+
+
+def test_a_worker_writes_a_gold_export_that_matches_the_streamed_one(
+    demo, database_tasks, workers, lead
+):
+    from annotate import exports
+
+    expected = "".join(exports.jsonl(exports.gold_rows(demo)))
+    job = services.start_gold_export(
+        project=demo, user=lead, fmt="jsonl", filters={}, rows=exports.gold_size(demo)
+    )
+    worker = workers()
+    wait_for(lambda: fresh(job).finished, "the export", timeout=60)
+    job = fresh(job)
+    assert job.status == Job.Status.SUCCEEDED, (job.failure, worker.output())
+    with services.storage().open(job.output, "rb") as written:
+        assert written.read().decode() == expected
+    assert job.rows_written == job.rows_total == 101
