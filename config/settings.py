@@ -239,6 +239,10 @@ CLAIMDESK_JOB_STALE_SECONDS = int(os.environ.get("CLAIMDESK_JOB_STALE_SECONDS", 
 # Gold sets with more rows than this are written to a file by a worker; smaller ones stream
 # straight from the request (see docs/api.md for the measured rate behind the number).
 CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_ROWS", "20000"))
+# Reports (agreement, evaluation, calibration) are stored per state of the labels. The first
+# one of a project with a gold set up to this size is computed in the request; a larger one by
+# a worker while the page waits.
+CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_MAX_ROWS", "20000"))
 
 # A task a reviewer took but did not touch for this long returns to the pool.
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))
