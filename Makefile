@@ -39,11 +39,12 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-## make bench: every benchmark, on a scratch PostgreSQL database (claimdesk_bench)
+## make bench: every benchmark, on scratch PostgreSQL databases (claimdesk_bench, claimdesk_tasks_bench)
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/import_bundle.py
 	$(BIN)/python bench/labelling.py
 	$(BIN)/python bench/agreement_gold.py
+	$(BIN)/python bench/tasks.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

@@ -237,7 +237,9 @@ if CLAIMDESK_TASKS == "rq":
 # (killed, out of memory, a machine gone) and can be retried.
 CLAIMDESK_JOB_STALE_SECONDS = int(os.environ.get("CLAIMDESK_JOB_STALE_SECONDS", "60"))
 # Gold sets with more rows than this are written to a file by a worker; smaller ones stream
-# straight from the request (see docs/api.md for the measured rate behind the number).
+# straight from the request. bench/tasks.py writes about 9,000 rows/s on an idle 2-core
+# machine: 20,000 rows take 2-3 s, and several times that on a busy server is still far inside
+# gunicorn's and a proxy's timeouts, while a 110,000-row set (12 s idle) is not.
 CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_ROWS", "20000"))
 # Reports (agreement, evaluation, calibration) are stored per state of the labels. The first
 # one of a project with a gold set up to this size is computed in the request; a larger one by
