@@ -93,7 +93,8 @@ def start_gold_export(
     export_id, _ = gold_fingerprint(project)
     params = {"format": fmt, "filters": filters, "export_id": export_id}
     with transaction.atomic():
-        Project.objects.select_for_update().filter(pk=project.pk).first()  # one at a time
+        # Two leads asking in the same instant may start two identical exports: harmless, and
+        # cheaper than a lock on the project's row, which every label save's checks read.
         same = (
             Job.objects.filter(project=project, kind=Job.Kind.GOLD_EXPORT, params=params)
             .exclude(status=Job.Status.FAILED)

@@ -112,3 +112,25 @@ def test_labels_import_from_the_upload_page(lead, reviewer_a, reviewer_b):
     assert "Labels:" in response.content.decode()
     assert Assignment.objects.filter(project=project, status="submitted").count() > 0
     assert Job.objects.get().kind == Job.Kind.LABEL_IMPORT
+
+
+def test_prune_jobs_forgets_old_finished_jobs_and_their_files(queued, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.CLAIMDESK_TASKS = "database"
+    services.storage().save("exports/old.jsonl", SimpleUploadedFile("x", b"{}\n"))
+    old = Job.objects.create(
+        kind=Job.Kind.GOLD_EXPORT,
+        project_slug="small",
+        status=Job.Status.SUCCEEDED,
+        output="exports/old.jsonl",
+        finished_at=timezone.now() - timedelta(days=40),
+    )
+    out = StringIO()
+    call_command("prune_jobs", "--days", "30", stdout=out)
+    assert not Job.objects.filter(pk=old.pk).exists()
+    assert Job.objects.filter(pk=queued.pk).exists()  # waiting: kept
+    assert not services.storage().exists("exports/old.jsonl")
+    assert "1 job(s)" in out.getvalue()
