@@ -235,9 +235,11 @@ class Evaluation(LeadView):
         tags=["reports"],
         summary="Retrieval and generation metrics per variant and slice",
         description="With `latency_budget_ms` and/or `unsupported_limit`, `limits` marks "
-        "which variants meet them.",
+        "which variants meet them. Without `k` and `variant` the report is read from the one "
+        "stored for the labels as they are (headers Report-Computed-At and Report-Current; 202 "
+        "while a worker computes the first one of a large project).",
         parameters=[EvaluationQuerySerializer],
-        responses=responses(REPORT, r400=ERROR_400),
+        responses=responses({200: REPORT, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug):
         data = EvaluationQuerySerializer(
@@ -245,12 +247,20 @@ class Evaluation(LeadView):
         )
         data.is_valid(raise_exception=True)
         filters = data.validated_data
-        try:
-            report = reports.evaluate(
-                self.project, ks=filters["k"], variants=filters.get("variant") or None
-            )
-        except ValueError as exc:
-            raise ValidationError({"variant": [str(exc)]}) from exc
+        stored = None
+        if "k" not in request.query_params and not filters.get("variant"):
+            # The default report is the one the page shows: stored per state of the labels.
+            stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.EVALUATION)
+            if stored.pending:
+                return being_computed()
+            report = stored.result
+        else:
+            try:
+                report = reports.evaluate(
+                    self.project, ks=filters["k"], variants=filters.get("variant") or None
+                )
+            except ValueError as exc:
+                raise ValidationError({"variant": [str(exc)]}) from exc
         budget, limit = filters.get("latency_budget_ms"), filters.get("unsupported_limit")
         if budget is not None or limit is not None:
             report["limits"] = reports.variant_limits(
@@ -264,7 +274,7 @@ class Evaluation(LeadView):
                         for name, value in variant[part].items()
                         if name == filters["slice"]
                     }
-        return Response(report)
+        return with_freshness(Response(report), stored) if stored else Response(report)
 
 
 class Comparison(LeadView):

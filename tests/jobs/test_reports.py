@@ -115,3 +115,14 @@ def test_the_stored_report_is_the_computed_one(demo):
         key: (list(value) if isinstance(value, tuple) else value)
         for key, value in direct["slices"]["all"]["support"].items()
     }
+
+
+def test_the_evaluation_api_reads_the_stored_default_report(demo, lead):
+    client = token_client(lead)
+    first = client.get(f"{API}/projects/demo/evaluation/")
+    assert first.status_code == 200 and first["Report-Current"] == "true"
+    assert StoredReport.objects.filter(kind="evaluation").count() == 1
+    again = client.get(f"{API}/projects/demo/evaluation/?slice=answerable")
+    assert again["Report-Computed-At"] == first["Report-Computed-At"]
+    custom = client.get(f"{API}/projects/demo/evaluation/?k=1,3")
+    assert custom.status_code == 200 and "Report-Current" not in custom
