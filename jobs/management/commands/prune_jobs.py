@@ -26,13 +26,11 @@ class Command(BaseCommand):
             status__in=(Job.Status.SUCCEEDED, Job.Status.FAILED), finished_at__lt=cutoff
         )
         files = 0
-        for name in (
-            old.exclude(file="")
-            .values_list("file", flat=True)
-            .union(old.exclude(output="").values_list("output", flat=True))
-        ):
-            services.storage().delete(name)
-            files += 1
+        for upload, output in old.values_list("file", "output"):
+            for name in (upload, output):
+                if name:
+                    services.storage().delete(name)
+                    files += 1
         deleted, _ = old.delete()
         self.stdout.write(f"{deleted} job(s) older than {days} days deleted, {files} file(s)")
         if settings.CLAIMDESK_TASKS == "database":
