@@ -19,11 +19,12 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 	$(BIN)/pip install -q -r requirements-test.txt
 	touch $@
 
-## make run: install, migrate, load the demo project and its users (once), serve on :8000
+## make run: install, migrate, load the demo project and its users (once), serve on :8000 with
+## a worker beside the server for background jobs (Ctrl-C stops both)
 run: $(VENV)/.installed
 	DEBUG=true $(BIN)/python manage.py migrate --noinput
 	DEBUG=true $(BIN)/python manage.py load_demo
-	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
+	DEBUG=true PY=$(BIN)/python bash bin/run-dev
 
 ## make test: the whole suite on PostgreSQL (with the browser tests), then on SQLite
 test: $(VENV)/.installed-test
@@ -38,11 +39,14 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-## make bench: every benchmark, on a scratch PostgreSQL database (claimdesk_bench)
+## make bench: every benchmark, on scratch PostgreSQL databases (claimdesk_bench, claimdesk_tasks_bench,
+## claimdesk_http_bench); bench/http.py is the reference one: gunicorn over real HTTP
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/import_bundle.py
 	$(BIN)/python bench/labelling.py
 	$(BIN)/python bench/agreement_gold.py
+	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/http.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

@@ -250,6 +250,20 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
     return hashlib.sha256(key.encode()).hexdigest()[:16], as_of
 
 
+def gold_size(project: Project) -> int:
+    """How many rows the whole gold set holds (a claim row per claim and an answer row per
+    answer of every doubly-labelled answer): two counts, to decide whether an export streams
+    from the request or is written by a worker."""
+    doubly = (
+        project.assignments.filter(status="submitted")
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=2)
+        .values("answer_id")
+    )
+    return len(doubly) + Claim.objects.filter(answer_id__in=doubly).count()
+
+
 def _pseudonyms(project: Project) -> dict[int, str]:
     """Reviewers as R1, R2 … in the order they joined the project: stable, not identifying."""
     members = (

@@ -78,6 +78,18 @@ class NewProjectForm(FormatFields):
 
 class UploadForm(FormatFields):
     field_order = ["format", "variant", "file", "replace", "confirm_deletions"]
+    format = forms.ChoiceField(
+        choices=[
+            *FORMATS,
+            ("labels", "Reviewers' labels made elsewhere (JSONL, once labelling is open)"),
+        ],
+        initial="bundle",
+        required=False,
+        widget=forms.RadioSelect,
+        label="File format",
+        help_text=FormatFields.base_fields["format"].help_text
+        + " Labels: one line per reviewer and answer (docs/bundle-format.md).",
+    )
     file = BundleFileField(
         label="File",
         help_text="Rows already in the project with the same content are skipped.",

@@ -32,6 +32,9 @@ from annotate.lead_forms import (
 from annotate.models import Answer, Claim, Membership, Project, Role
 from annotate.services import ServiceError
 from annotate.views import project_view
+from jobs import services as jobs
+from jobs import views as job_views
+from jobs.models import Job
 
 ANSWERS_PER_PAGE = 50
 
@@ -122,31 +125,60 @@ def open_project(request, project, role):
 
 @login_required
 def project_new(request):
-    form = NewProjectForm(*_posted(request))
+    form = NewProjectForm(*_posted(request), initial=_prefilled(request))
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        where = {"slug": data["slug"], "name": data["name"] or None, "user": request.user}
+        ragas = data["format"] == "ragas"
         try:
-            if data["format"] == "ragas":
-                result = services.import_ragas_new_project(
-                    lines=data["file"], variant=data["variant"], reimport=False, **where
-                )
-            else:
-                result = services.import_new_project(lines=data["file"], reimport=False, **where)
-        except BundleInvalid as exc:
-            bundle_errors = exc
+            # Said at once, before the upload waits for a worker; the worker checks again.
+            services.check_new_slug(slug=data["slug"], user=request.user, reimport=False)
+            job = jobs.start_import(
+                kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
+                user=request.user,
+                upload=data["file"],
+                slug=data["slug"],
+                params={
+                    "name": data["name"] or None,
+                    "variant": data["variant"] if ragas else None,
+                    "reimport": False,
+                },
+            )
+        except jobs.EmptyUpload as exc:
+            form.add_error("file", str(exc))
         except ServiceError as exc:
             form.add_error("slug", str(exc))
         else:
-            messages.success(request, f"Project created. Imported {result.summary()}.")
-            _note_proposed(request, result)
-            return _go(request, _setup_url(result.project))
+            response, bundle_errors = _after_upload(request, job, form)
+            if response is not None:
+                return response
     context = {"form": form, "bundle_errors": bundle_errors}
     status = 400 if request.method == "POST" else 200
     return _render(
         request, "annotate/lead/project_new.html", context, partial="upload-form", status=status
     )
+
+
+def _prefilled(request) -> dict:
+    """The new-project form filled in from its query string: a refused upload's page links
+    back here with the slug and name it had."""
+    return {key: request.GET[key] for key in ("slug", "name") if key in request.GET}
+
+
+def _after_upload(request, job: Job, form) -> tuple:
+    """(response, bundle errors) once an upload is queued. A job still waiting or running
+    sends the person to its page, which follows it; one already finished (a worker was
+    quick, or CLAIMDESK_TASKS=immediate ran it in this request) answers as the page always
+    did: on to set-up, or the form again with every problem by line."""
+    if job.status == Job.Status.SUCCEEDED:
+        job_views.announce(request, job)
+        return _go(request, job_views.done_url(job)), None
+    if job.status == Job.Status.FAILED:
+        errors = jobs.bundle_errors(job)
+        if errors is None and not job.result.get("deletions"):  # those are listed apart
+            form.add_error(None, job.failure)
+        return None, errors
+    return _go(request, job_views.job_url(job)), None
 
 
 @project_view(Role.LEAD)
@@ -156,24 +188,30 @@ def project_upload(request, project, role):
     deletions = None  # a replace that deletes data, listed for the lead to confirm
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        where = {
-            "project_slug": project.slug,
-            "replace": data["replace"],
-            "confirm_deletions": data["confirm_deletions"],
-        }
+        kind = {
+            "ragas": Job.Kind.RAGAS_IMPORT,
+            "labels": Job.Kind.LABEL_IMPORT,
+        }.get(data["format"], Job.Kind.BUNDLE_IMPORT)
         try:
-            if data["format"] == "ragas":
-                result = services.import_ragas(lines=data["file"], variant=data["variant"], **where)
-            else:
-                result = services.import_bundle(lines=data["file"], **where)
-        except BundleInvalid as exc:
-            bundle_errors = exc
-        except services.DeletionsNotConfirmed as exc:
-            deletions = exc.deletions
+            job = jobs.start_import(
+                kind=kind,
+                user=request.user,
+                upload=data["file"],
+                slug=project.slug,
+                project=project,
+                params={
+                    "replace": data["replace"],
+                    "confirm_deletions": data["confirm_deletions"],
+                    "variant": data["variant"],
+                },
+            )
+        except jobs.EmptyUpload as exc:
+            form.add_error("file", str(exc))
         else:
-            messages.success(request, f"Imported {result.summary()}.")
-            _note_proposed(request, result)
-            return _go(request, _setup_url(project))
+            response, bundle_errors = _after_upload(request, job, form)
+            if response is not None:
+                return response
+            deletions = job.result.get("deletions")
     context = {
         "project": project,
         "role": role,
@@ -186,15 +224,6 @@ def project_upload(request, project, role):
     return _render(
         request, "annotate/lead/upload.html", context, partial="upload-form", status=status
     )
-
-
-def _note_proposed(request, result) -> None:
-    if result.proposed_claims:
-        messages.info(
-            request,
-            f"{result.proposed_claims} claims were proposed sentence by sentence: review their "
-            "boundaries before opening labelling.",
-        )
 
 
 # --- Members ---------------------------------------------------------------------------------

@@ -543,6 +543,8 @@ def gold_page(request, project, role):
             "role": role,
             "form": form,
             "counts": exports.gold_counts(project),
+            "written_by_worker": exports.gold_size(project)
+            > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
         },
     )
 
@@ -556,6 +558,16 @@ def gold_download(request, project, role, fmt):
         return HttpResponse(
             "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()), status=400
         )
+    size = exports.gold_size(project)
+    if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
+        # Too long to stream within a request: a worker writes the file and its page offers
+        # the download (the same file again while the labels stay as they are).
+        from jobs import services as jobs
+
+        job = jobs.start_gold_export(
+            project=project, user=request.user, fmt=fmt, filters=form.options(), rows=size
+        )
+        return redirect("job", job_id=job.pk)
     rows = exports.gold_rows(project, **form.options())
     body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
     content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"

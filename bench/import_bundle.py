@@ -24,9 +24,11 @@ RETRIEVED_PER_ANSWER = 10
 PASSAGES = 2000
 
 
-def write_bundle(path: Path, answers: int | None = None) -> int:
+def write_bundle(path: Path, answers: int | None = None, *, broken_every: int = 0) -> int:
     """The benchmark bundle: `answers` answers (default BENCH_ANSWERS, 10,000), two per case,
-    ten claims and ten retrieved passages each. Returns its number of lines."""
+    ten claims and ten retrieved passages each. Returns its number of lines. With
+    `broken_every`, every n-th answer names a case that does not exist: a bundle an import must
+    refuse whole, line by line."""
     answers = ANSWERS if answers is None else answers
     cases = answers // 2
     lines = 0
@@ -93,7 +95,11 @@ def write_bundle(path: Path, answers: int | None = None) -> int:
                 {
                     "type": "answer",
                     "answer_id": f"case-{case}/{'baseline' if a % 2 else 'verifier'}",
-                    "case_id": f"case-{case}",
+                    "case_id": (
+                        f"no-such-case-{case}"
+                        if broken_every and a % broken_every == broken_every - 1
+                        else f"case-{case}"
+                    ),
                     "variant": "baseline" if a % 2 else "verifier",
                     "text": "".join(parts).rstrip(),
                     "elapsed_ms": 1000 + a % 900,

@@ -1,4 +1,4 @@
-"""The REST API: /api/v1/ (annotate.api and evaluation.api), the OpenAPI schema at
+"""The REST API: /api/v1/ (annotate.api, evaluation.api and jobs.api), the OpenAPI schema at
 /api/schema/ and its documentation at /api/docs/ (Swagger UI served from our own static files
 by drf-spectacular-sidecar, no CDN). Included from config.urls."""
 
@@ -14,6 +14,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from annotate.api.urls import urlpatterns as annotate_api_urls
 from config.lazy import lazy_api
+from jobs import api as jobs_api
 
 P = "projects/<slug:slug>/"
 
@@ -74,8 +75,14 @@ class SwaggerView(SpectacularSwaggerSplitView):
         return static("drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png")
 
 
+jobs_urls = [
+    path("jobs/<uuid:job_id>/", jobs_api.JobDetail.as_view(), name="job"),
+    path("jobs/<uuid:job_id>/retry/", jobs_api.JobRetry.as_view(), name="job-retry"),
+    path("jobs/<uuid:job_id>/download/", jobs_api.JobDownload.as_view(), name="job-download"),
+]
+
 urlpatterns = [
-    path("api/v1/", include((annotate_api_urls + evaluation_urls, "api"))),
+    path("api/v1/", include((annotate_api_urls + evaluation_urls + jobs_urls, "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Anything else under /api/ (an unknown path, a task "number" that is not a number) is a

@@ -13,6 +13,25 @@ from config.errors import is_api
 MULTIPART_SLACK = 1024 * 1024
 
 
+class HealthzMiddleware:
+    """/healthz for load balancers, answered before any other middleware: no host check (a
+    balancer probes by address), no https redirect, no session, no login. A tiny JSON body;
+    503 when the database does not answer, so the balancer stops sending people here."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info != "/healthz" or request.method not in ("GET", "HEAD"):
+            return self.get_response(request)
+        from jobs import health
+
+        report = health.quick()
+        response = JsonResponse(report, status=200 if report["database"] == "ok" else 503)
+        add_never_cache_headers(response)
+        return response
+
+
 class NoStoreMiddleware:
     """`Cache-Control: no-store` on every answer to a signed-in person and on the whole API,
     so labels, reports, gold sets and a freshly shown API token stay out of the browser's

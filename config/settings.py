@@ -7,6 +7,9 @@ SECRET_KEY     required in production; without it a random key is kept in var/se
 DEBUG          "1"/"true" for development; off by default.
 HTTPS          "true" in production behind TLS: secure cookies, https redirect, HSTS.
 ALLOWED_HOSTS  comma-separated; defaults to localhost names.
+CLAIMDESK_TASKS  where background work runs: "database" (default; a worker started with
+               `manage.py worker` takes it from the database), "rq" (Redis + RQ, REDIS_URL) or
+               "immediate" (inside the request or command that asked: no worker needed).
 """
 
 import os
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CLAIMDESK_VAR_DIR", BASE_DIR / "var"))
@@ -50,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "rest_framework",
     "knox",
     "csp",
@@ -59,11 +64,16 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "simple_history",
+    "django_tasks",
+    "django_tasks_db",
     "annotate",
     "evaluation",
+    "jobs",
 ]
 
 MIDDLEWARE = [
+    # First: /healthz answers load balancers before host checks, redirects and sessions.
+    "config.middleware.HealthzMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -159,6 +169,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Uploads waiting for a worker and the files exports write. App servers and workers must
+    # all reach it: one machine's disk, a shared volume, or an object store's backend here.
+    "jobs": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": VAR_DIR / "jobs"},
+    },
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # The largest bundle, labels or judge-run file accepted, in the browser and the API (see
@@ -194,7 +210,49 @@ SPECTACULAR_SETTINGS = {
     # Without deep links an operation's path is no link inside its expand button (nested
     # interactive controls, which screen readers and axe refuse).
     "SWAGGER_UI_SETTINGS": {"deepLinking": False},
+    # Two models have a `status` field with different choices: name each set.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "annotate.models.Assignment.Status",
+        "JobStatusEnum": "jobs.models.Job.Status",
+    },
 }
+
+# --- Background work (the Tasks API of Django 6, through the django-tasks backport) ----------
+# Imports, large gold exports and report recomputation run as tasks (jobs/). The backend is
+# chosen here and nowhere else; code enqueues through jobs.framework only.
+TASK_BACKENDS = {
+    # The default: tasks are rows in this database, taken by `manage.py worker` (db_worker).
+    # Nothing more to run than the app's own database.
+    "database": "django_tasks_db.DatabaseBackend",
+    # Larger deployments: Redis + RQ workers (`manage.py worker` runs rqworker).
+    "rq": "django_tasks_rq.RQBackend",
+    # In the request or command that enqueues: no worker, no progress while it runs.
+    "immediate": "django_tasks.backends.immediate.ImmediateBackend",
+}
+CLAIMDESK_TASKS = os.environ.get("CLAIMDESK_TASKS", "database").strip().lower()
+if CLAIMDESK_TASKS not in TASK_BACKENDS:
+    raise ImproperlyConfigured(
+        f"CLAIMDESK_TASKS={CLAIMDESK_TASKS!r}: choose one of {', '.join(TASK_BACKENDS)}"
+    )
+TASKS = {"default": {"BACKEND": TASK_BACKENDS[CLAIMDESK_TASKS]}}
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# The longest a job may run before RQ stops it (the database worker has no limit).
+CLAIMDESK_JOB_TIMEOUT = int(os.environ.get("CLAIMDESK_JOB_TIMEOUT", "3600"))
+if CLAIMDESK_TASKS == "rq":
+    INSTALLED_APPS.append("django_rq")
+    RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": CLAIMDESK_JOB_TIMEOUT}}
+# A running job writes a heartbeat every second; one silent for this long has lost its worker
+# (killed, out of memory, a machine gone) and can be retried.
+CLAIMDESK_JOB_STALE_SECONDS = int(os.environ.get("CLAIMDESK_JOB_STALE_SECONDS", "60"))
+# Gold sets with more rows than this are written to a file by a worker; smaller ones stream
+# straight from the request. bench/tasks.py writes about 9,000 rows/s on an idle 2-core
+# machine: 20,000 rows take 2-3 s, and several times that on a busy server is still far inside
+# gunicorn's and a proxy's timeouts, while a 110,000-row set (12 s idle) is not.
+CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_ROWS", "20000"))
+# Reports (agreement, evaluation, calibration) are stored per state of the labels. The first
+# one of a project with a gold set up to this size is computed in the request; a larger one by
+# a worker while the page waits.
+CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_MAX_ROWS", "20000"))
 
 # A task a reviewer took but did not touch for this long returns to the pool.
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))

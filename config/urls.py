@@ -16,6 +16,7 @@ urlpatterns = [
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("account/token/", token_views.tokens, name="api_token"),
     path("account/preferences/", account_views.preferences, name="preferences"),
+    path("", include("jobs.urls")),
     path("", include("config.api_urls")),
     path("", include("annotate.urls")),
 ]

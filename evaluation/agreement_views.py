@@ -11,7 +11,7 @@ from django.shortcuts import render
 from annotate import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
-from evaluation.agreement_report import agreement_report
+from jobs import reports as stored_reports
 
 FIELD_TITLES = {
     "support": "Support",
@@ -82,7 +82,12 @@ def _rows(fields: dict) -> list[dict]:
 
 @project_view(Role.LEAD)
 def agreement(request, project, role):
-    report = agreement_report(project)
+    stored = stored_reports.read(project=project, kind=stored_reports.Kind.AGREEMENT)
+    if stored.pending:
+        return stored_reports.pending_page(
+            request, project=project, role=role, title="Reviewer agreement", current="agreement"
+        )
+    report = stored.result
     fmt = request.GET.get("format")
     if fmt == "json":
         response = HttpResponse(json.dumps(report, indent=2), content_type="application/json")
@@ -101,7 +106,7 @@ def agreement(request, project, role):
     return render(
         request,
         "evaluation/agreement.html",
-        {"project": project, "role": role, "slices": slices, "pairs": pairs},
+        {"project": project, "role": role, "slices": slices, "pairs": pairs, "stored": stored},
     )
 
 

@@ -26,9 +26,9 @@ from annotate.api.views import (
 from annotate.bundles import BundleInvalid
 from evaluation import judge_reports, reports
 from evaluation.agreement_report import SLICES as AGREEMENT_SLICES
-from evaluation.agreement_report import agreement_report
 from evaluation.judges import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
+from jobs import reports as stored_reports
 
 REPORT = OpenApiResponse(
     OpenApiTypes.OBJECT, description="The report, as the management command's --json prints it."
@@ -186,20 +186,48 @@ class CalibrationSerializer(serializers.Serializer):
 
 # --- Views -----------------------------------------------------------------------------------
 
+BEING_COMPUTED_202 = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="Nothing is stored for this project's labels yet and a worker is computing "
+    "it: ask again after Retry-After seconds.",
+)
+
+
+def being_computed() -> Response:
+    return Response(
+        {"detail": "A worker is computing this report: ask again in a moment."},
+        status=status.HTTP_202_ACCEPTED,
+        headers={"Retry-After": "3"},
+    )
+
+
+def with_freshness(response: Response, stored) -> Response:
+    """When the stored report was computed, and whether the labels have changed since (a
+    worker is then computing it again): Report-Computed-At and Report-Current headers."""
+    response["Report-Computed-At"] = stored.computed_at.isoformat()
+    response["Report-Current"] = "true" if stored.fresh else "false"
+    return response
+
 
 class Agreement(LeadView):
     @extend_schema(
         tags=["reports"],
         summary="Inter-reviewer agreement per field, slice and reviewer pair",
+        description="Read from the report stored for the labels as they are (headers "
+        "Report-Computed-At and Report-Current say how fresh it is); 202 while a worker "
+        "computes the first one of a large project.",
         parameters=[AgreementQuerySerializer],
-        responses=responses(AgreementSerializer, r400=ERROR_400),
+        responses=responses({200: AgreementSerializer, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug):
         filters = query(AgreementQuerySerializer, request)
-        report = agreement_report(self.project)
+        stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.AGREEMENT)
+        if stored.pending:
+            return being_computed()
+        report = stored.result
         if "slice" in filters:
             report["slices"] = {filters["slice"]: report["slices"][filters["slice"]]}
-        return Response(report)
+        return with_freshness(Response(report), stored)
 
 
 class Evaluation(LeadView):
@@ -207,9 +235,11 @@ class Evaluation(LeadView):
         tags=["reports"],
         summary="Retrieval and generation metrics per variant and slice",
         description="With `latency_budget_ms` and/or `unsupported_limit`, `limits` marks "
-        "which variants meet them.",
+        "which variants meet them. Without `k` and `variant` the report is read from the one "
+        "stored for the labels as they are (headers Report-Computed-At and Report-Current; 202 "
+        "while a worker computes the first one of a large project).",
         parameters=[EvaluationQuerySerializer],
-        responses=responses(REPORT, r400=ERROR_400),
+        responses=responses({200: REPORT, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug):
         data = EvaluationQuerySerializer(
@@ -217,12 +247,20 @@ class Evaluation(LeadView):
         )
         data.is_valid(raise_exception=True)
         filters = data.validated_data
-        try:
-            report = reports.evaluate(
-                self.project, ks=filters["k"], variants=filters.get("variant") or None
-            )
-        except ValueError as exc:
-            raise ValidationError({"variant": [str(exc)]}) from exc
+        stored = None
+        if "k" not in request.query_params and not filters.get("variant"):
+            # The default report is the one the page shows: stored per state of the labels.
+            stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.EVALUATION)
+            if stored.pending:
+                return being_computed()
+            report = stored.result
+        else:
+            try:
+                report = reports.evaluate(
+                    self.project, ks=filters["k"], variants=filters.get("variant") or None
+                )
+            except ValueError as exc:
+                raise ValidationError({"variant": [str(exc)]}) from exc
         budget, limit = filters.get("latency_budget_ms"), filters.get("unsupported_limit")
         if budget is not None or limit is not None:
             report["limits"] = reports.variant_limits(
@@ -236,7 +274,7 @@ class Evaluation(LeadView):
                         for name, value in variant[part].items()
                         if name == filters["slice"]
                     }
-        return Response(report)
+        return with_freshness(Response(report), stored) if stored else Response(report)
 
 
 class Comparison(LeadView):
@@ -357,10 +395,20 @@ class Calibration(JudgeRunView):
     @extend_schema(
         tags=["judges"],
         summary="The judge against gold: accuracy, kappa, TPR/TNR, corrected prevalence",
+        description="Read from the report stored for the labels as they are (headers "
+        "Report-Computed-At and Report-Current say how fresh it is); 202 while a worker "
+        "computes the first one of a large project.",
         parameters=[RUN_ID, CalibrationQuerySerializer],
-        responses=responses(CalibrationSerializer, r400=ERROR_400),
+        responses=responses({200: CalibrationSerializer, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug, run_id):
         filters = query(CalibrationQuerySerializer, request)
-        report = judge_reports.calibration_report(run=self.run(run_id), split=filters["split"])
-        return Response(report)
+        run = self.run(run_id)
+        stored = stored_reports.read(
+            project=self.project,
+            kind=stored_reports.Kind.CALIBRATION,
+            key=f"{run.pk}:{filters['split']}",
+        )
+        if stored.pending:
+            return being_computed()
+        return with_freshness(Response(stored.result), stored)

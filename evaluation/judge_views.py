@@ -24,6 +24,7 @@ from annotate.views import project_view
 from evaluation import judge_reports
 from evaluation.judges import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
+from jobs import reports as stored_reports
 
 SPLIT_CHOICES = [
     ("judge_test", "judge_test (measuring)"),
@@ -146,8 +147,18 @@ def judge_upload(request, project, role):
 def judge_run(request, project, role, run_pk):
     run = _run_or_404(project, run_pk)
     split_form = SplitForm(request.GET or None)
-    report = judge_reports.calibration_report(run=run, split=split_form.chosen_split())
+    stored = _calibration(project, run, split_form.chosen_split())
+    if stored.pending:
+        return stored_reports.pending_page(
+            request,
+            project=project,
+            role=role,
+            title=f"Calibration of {run.name}",
+            current="judges",
+        )
+    report = stored.result
     context = {
+        "stored": stored,
         "project": project,
         "role": role,
         "run": run,
@@ -167,9 +178,19 @@ def judge_run(request, project, role, run_pk):
 @project_view(Role.LEAD)
 def judge_run_json(request, project, role, run_pk):
     run = _run_or_404(project, run_pk)
-    split = SplitForm(request.GET or None).chosen_split()
-    report = judge_reports.calibration_report(run=run, split=split)
-    return JsonResponse(report, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    stored = _calibration(project, run, SplitForm(request.GET or None).chosen_split())
+    if stored.pending:
+        response = JsonResponse({"detail": "Being computed: ask again in a moment."}, status=202)
+        response["Retry-After"] = "3"
+        return response
+    return JsonResponse(stored.result, json_dumps_params={"ensure_ascii": False, "indent": 2})
+
+
+def _calibration(project, run: JudgeRun, split: str) -> stored_reports.Stored:
+    """The run's calibration on `split`, as stored for the labels as they are (jobs.reports)."""
+    return stored_reports.read(
+        project=project, kind=stored_reports.Kind.CALIBRATION, key=f"{run.pk}:{split}"
+    )
 
 
 @require_GET

@@ -31,6 +31,7 @@ from evaluation.reports import (
     text_value,
     variant_limits,
 )
+from jobs import reports as stored_reports
 
 DEFAULT_COMPARE_K = 5
 # Long, case-by-case tables start folded; their counts are in the tables above them.
@@ -117,7 +118,12 @@ def parse_params(get, variant_names: list[str]) -> Params:
 @project_view(Role.LEAD)
 def report(request, project, role):
     data = load(project)
-    result = evaluate(project, data=data)
+    stored = stored_reports.current(
+        project=project,
+        kind=stored_reports.Kind.EVALUATION,
+        compute=lambda: evaluate(project, data=data),
+    )
+    result = stored.result
     names = list(result["variants"])
     params = parse_params(request.GET, names)
     comparison = None
@@ -165,6 +171,7 @@ def report(request, project, role):
         "meeting": [row["variant"] for row in limits if row["meets_both"]],
         "variant_names": names,
         "has_labels": any(a.labelled for a in data.answers),
+        "stored": stored,
     }
     return render(request, "evaluation/report.html", context)
 

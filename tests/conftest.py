@@ -13,6 +13,9 @@ from django.contrib.auth import get_user_model
 
 from annotate.models import Project, Role
 
+# Real worker processes for the tests of background jobs (fixtures `workers`, `database_tasks`).
+pytest_plugins = ["tests.workers"]
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PASSWORD = "correct horse battery"
 
@@ -26,6 +29,25 @@ def _fast_password_hashing(settings):
     """Logins dominate the access-matrix tests with the production hasher; tests need no
     password security."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+IMMEDIATE_TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture(autouse=True)
+def _tasks_run_in_process(settings, tmp_path):
+    """Background jobs run inside the request or call that queues them, as with
+    CLAIMDESK_TASKS=immediate, and store their files in the test's own folder. Tests of the
+    workers themselves (tests/jobs/) switch to the database or RQ backend."""
+    settings.TASKS = IMMEDIATE_TASKS
+    settings.CLAIMDESK_TASKS = "immediate"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "jobs": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "jobs"},
+        },
+    }
 
 
 @pytest.fixture(autouse=True)

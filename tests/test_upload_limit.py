@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from annotate.models import Project
-from tests.api import API, JSONL, token_client
+from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import PASSWORD
 
 MB = 1024 * 1024
@@ -85,5 +85,6 @@ def test_a_file_under_the_limit_still_imports(team, lead):
     from tests.conftest import FIXTURES
 
     small = (FIXTURES / "small.jsonl").read_bytes()
-    response = token_client(lead).post(f"{API}/projects/small/bundle/", small, content_type=JSONL)
-    assert response.status_code == 200
+    client = token_client(lead)
+    response = client.post(f"{API}/projects/small/bundle/", small, content_type=JSONL)
+    assert finished_job(client, response)["status"] == "succeeded"

@@ -172,13 +172,6 @@ class ReplaceQuerySerializer(serializers.Serializer):
     confirm_deletions = serializers.BooleanField(default=False)
 
 
-class DeletionsSerializer(serializers.Serializer):
-    """A replace refused until it is confirmed: what it would delete; nothing was written."""
-
-    detail = serializers.CharField()
-    deletions = serializers.ListField(child=serializers.CharField())
-
-
 class LineErrorsSerializer(serializers.Serializer):
     """An import refused: every problem found, each 'line N: message'; nothing was written.
     A malformed request (no file) has field paths instead, like any other 400."""

@@ -17,7 +17,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.conf import settings
 from django.core import signals
+from django.core.files import File
 from django.db.models import Q
 from django.http import StreamingHttpResponse
 from django.utils.log import log_response
@@ -42,6 +44,9 @@ from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Assignment, Membership, Project, Role
 from annotate.services import ServiceError
+from jobs import services as jobs
+from jobs.models import Job
+from jobs.serializers import ACCEPTED_202, accepted
 
 # --- Plumbing --------------------------------------------------------------------------------
 
@@ -210,6 +215,35 @@ def upload_lines(request, serializer_class=None):
     return not_blank(request.data.get("lines", [])), {}
 
 
+def upload_file(request, serializer_class=None):
+    """(file, validated form fields) of an upload that a worker will import: a multipart
+    `file`, or a raw JSONL body (read as it is stored); 413 past CLAIMDESK_MAX_UPLOAD_MB."""
+    if request.content_type.startswith("multipart/"):
+        serializer = serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        upload = serializer.validated_data["file"]
+        if upload.size > uploads.max_upload_bytes():
+            raise UploadTooLarge(uploads.too_large_message(upload.size))
+        return upload, serializer.validated_data
+    size = uploads.declared_length(request)
+    if size > uploads.max_upload_bytes():
+        raise UploadTooLarge(uploads.too_large_message(size))
+    stream = request.data.get("lines")
+    if stream is None or not hasattr(stream, "read"):
+        raise ValidationError({"errors": ["The file is empty."]})
+    return File(stream, name="body.jsonl"), {}
+
+
+def start_import(**kwargs) -> Response:
+    """Queue an upload's import: 202 and the job to poll (already finished when
+    CLAIMDESK_TASKS=immediate); 400 for an empty file."""
+    try:
+        job = jobs.start_import(**kwargs)
+    except jobs.EmptyUpload as exc:
+        raise ValidationError({"errors": [str(exc)]}) from exc
+    return accepted(job)
+
+
 def not_blank(lines: Iterable) -> Iterator:
     """The lines, refused with 400 when there is nothing but blank lines: an empty file is
     a mistake, and a new project must learn its corpus_version from it. The lines read to
@@ -326,8 +360,10 @@ class ProjectList(ListView, APIView):
         description="A multipart upload (`slug`, `name`, `file`, `format`, `variant`), or the "
         "bundle itself as the body (`application/x-ndjson`) with `slug` and `name` in the query "
         "string. With `format=ragas` the file is a Ragas evaluation dataset (JSONL or CSV), "
-        "imported as the answers of `variant`. The import is all or nothing: any problem "
-        "answers 400 with every problem by line (a CSV's by row).",
+        "imported as the answers of `variant`. The file is stored and imported by a worker: "
+        "the answer is 202 with the job to poll (`url`, and the Location header). The import "
+        "is all or nothing: a refused file ends the job `failed` with every problem by line (a "
+        "CSV's by row) in `errors`; a slug you may not use is refused at once with 400.",
         request={
             "multipart/form-data": s.ProjectCreateSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -336,36 +372,30 @@ class ProjectList(ListView, APIView):
             OpenApiParameter("slug", str, description="With a raw JSONL body only."),
             OpenApiParameter("name", str, description="With a raw JSONL body only."),
         ],
-        responses={
-            201: s.ImportResultSerializer,
-            200: OpenApiResponse(
-                s.ImportResultSerializer, description="Re-imported into a project you lead."
-            ),
-            400: ERROR_400,
-            413: TOO_LARGE_413,
-            **DENIED,
-        },
+        responses={202: ACCEPTED_202, 400: ERROR_400, 413: TOO_LARGE_413, **DENIED},
     )
     def post(self, request, *args, **kwargs):
         if request.content_type.startswith("multipart/"):
-            lines, data = upload_lines(request, s.ProjectCreateSerializer)
+            upload, data = upload_file(request, s.ProjectCreateSerializer)
         else:
             data = query(s.NewProjectQuerySerializer, request)
-            lines, _ = upload_lines(request)
-        where = {"slug": data["slug"], "name": data.get("name") or None, "user": request.user}
+            upload, _ = upload_file(request)
         try:
-            if data.get("format") == "ragas":
-                result = services.import_ragas_new_project(
-                    lines=lines, variant=data["variant"], **where
-                )
-            else:
-                result = services.import_new_project(lines=lines, **where)
-        except BundleInvalid as exc:
-            return line_errors(exc)
+            services.check_new_slug(slug=data["slug"], user=request.user, reimport=True)
         except ServiceError as exc:
             raise ValidationError({"slug": [str(exc)]}) from exc
-        code = status.HTTP_201_CREATED if result.created_project else status.HTTP_200_OK
-        return Response(s.ImportResultSerializer(result).data, status=code)
+        ragas = data.get("format") == "ragas"
+        return start_import(
+            kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
+            user=request.user,
+            upload=upload,
+            slug=data["slug"],
+            params={
+                "name": data.get("name") or None,
+                "variant": data.get("variant") if ragas else None,
+                "reimport": True,
+            },
+        )
 
 
 class ProjectDetail(ProjectView):
@@ -423,7 +453,11 @@ class Bundle(LeadView):
         description="A multipart upload (`file`, `replace`, `format`, `variant`), or the bundle "
         "itself as the body (`application/x-ndjson`, `?replace=true`). With `format=ragas` the "
         "file is a Ragas evaluation dataset (JSONL or CSV), imported as the answers of "
-        "`variant`. All or nothing; re-importing the same file is idempotent.",
+        "`variant`. Imported by a worker: 202 and the job to poll. All or nothing (a refused "
+        "file ends the job `failed` with every problem by line); re-importing the same file "
+        "is idempotent. A `replace` that would delete answers, claims or judge verdicts ends "
+        "the job `failed` with `result.deletions` listing them, unless `confirm_deletions`; "
+        "the file is kept: POST `jobs/{id}/retry/` with `confirm_deletions: true` to go on.",
         request={
             "multipart/form-data": s.BundleUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -434,38 +468,25 @@ class Bundle(LeadView):
                 "confirm_deletions", bool, description="With a raw JSONL body and replace."
             ),
         ],
-        responses=responses(
-            s.ImportResultSerializer,
-            r400=LINE_ERRORS_400,
-            r409=OpenApiResponse(
-                s.DeletionsSerializer, description="The replace deletes data: confirm it."
-            ),
-            r413=TOO_LARGE_413,
-        ),
+        responses=responses({202: ACCEPTED_202}, r400=ERROR_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
-        lines, data = upload_lines(request, s.BundleUploadSerializer)
+        upload, data = upload_file(request, s.BundleUploadSerializer)
         if not data:
             data = query(s.ReplaceQuerySerializer, request)
-        where = {
-            "project_slug": self.project.slug,
-            "replace": data["replace"],
-            "confirm_deletions": data.get("confirm_deletions", False),
-        }
-        try:
-            if data.get("format") == "ragas":
-                result = services.import_ragas(lines=lines, variant=data["variant"], **where)
-            else:
-                result = services.import_bundle(lines=lines, **where)
-        except BundleInvalid as exc:
-            return line_errors(exc)
-        except services.DeletionsNotConfirmed as exc:
-            body = {
-                "detail": "This replace deletes data; send confirm_deletions=true to go on.",
-                "deletions": exc.deletions.lines(),
-            }
-            return Response(body, status=status.HTTP_409_CONFLICT)
-        return Response(s.ImportResultSerializer(result).data)
+        ragas = data.get("format") == "ragas"
+        return start_import(
+            kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
+            user=request.user,
+            upload=upload,
+            slug=self.project.slug,
+            project=self.project,
+            params={
+                "replace": data["replace"],
+                "confirm_deletions": data.get("confirm_deletions", False),
+                "variant": data.get("variant") if ragas else None,
+            },
+        )
 
     @extend_schema(
         tags=["projects"],
@@ -487,21 +508,23 @@ class LabelsImport(LeadView):
     @extend_schema(
         tags=["projects"],
         summary="Import reviewers' submitted labels (JSONL)",
+        description="Imported by a worker: 202 and the job to poll. All or nothing (a refused "
+        "file ends the job `failed` with every problem by line).",
         request={
             "multipart/form-data": s.FileUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
-        responses=responses(
-            s.LabelImportResultSerializer, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
-        ),
+        responses=responses({202: ACCEPTED_202}, r400=ERROR_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
-        lines, _ = upload_lines(request, s.FileUploadSerializer)
-        try:
-            result = services.import_labels(lines=lines, project=self.project)
-        except BundleInvalid as exc:
-            return line_errors(exc)
-        return Response(s.LabelImportResultSerializer(result).data)
+        upload, _ = upload_file(request, s.FileUploadSerializer)
+        return start_import(
+            kind=Job.Kind.LABEL_IMPORT,
+            user=request.user,
+            upload=upload,
+            slug=self.project.slug,
+            project=self.project,
+        )
 
 
 # --- Members ---------------------------------------------------------------------------------
@@ -950,6 +973,21 @@ class Gold(LeadView):
 
     def get(self, request, slug):
         filters = query(s.GoldFilterSerializer, request)
+        size = exports.gold_size(self.project)
+        if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
+            job = jobs.start_gold_export(
+                project=self.project,
+                user=request.user,
+                fmt=self.fmt,
+                filters={
+                    "item": filters["item"],
+                    "split": filters["judge_split"],
+                    "decided_only": filters["decided_only"],
+                    "with_context": filters["with_context"],
+                },
+                rows=size,
+            )
+            return accepted(job)
         rows = exports.gold_rows(
             self.project,
             item=filters["item"],
@@ -961,6 +999,15 @@ class Gold(LeadView):
 
 
 GOLD_PARAMETERS = [s.GoldFilterSerializer]
+GOLD_DESCRIPTION = (
+    "A gold set of up to CLAIMDESK_GOLD_STREAM_MAX_ROWS rows (20,000 by default) streams in "
+    "the response. A larger one is written to a file by a worker: the answer is then 202 with "
+    "the job to poll, whose `download_url` serves the file once `status` is `succeeded`. "
+    "Asking again while the labels are unchanged returns the same job."
+)
+GOLD_ACCEPTED = OpenApiResponse(
+    ACCEPTED_202.response, description="A large gold set: written by a worker; poll the job."
+)
 
 
 class GoldJSONL(Gold):
@@ -969,9 +1016,15 @@ class GoldJSONL(Gold):
     @extend_schema(
         tags=["gold"],
         summary="The gold set as JSONL (streamed), one row per claim and per answer",
+        description=GOLD_DESCRIPTION,
         parameters=GOLD_PARAMETERS,
         responses=responses(
-            OpenApiResponse(OpenApiTypes.BINARY, description="JSONL rows with provenance."),
+            {
+                200: OpenApiResponse(
+                    OpenApiTypes.BINARY, description="JSONL rows with provenance."
+                ),
+                202: GOLD_ACCEPTED,
+            },
             r400=ERROR_400,
         ),
     )
@@ -985,9 +1038,15 @@ class GoldCSV(Gold):
     @extend_schema(
         tags=["gold"],
         summary="The gold set as CSV (streamed)",
+        description=GOLD_DESCRIPTION,
         parameters=GOLD_PARAMETERS,
         responses=responses(
-            OpenApiResponse(OpenApiTypes.BINARY, description="CSV; nested values as JSON."),
+            {
+                200: OpenApiResponse(
+                    OpenApiTypes.BINARY, description="CSV; nested values as JSON."
+                ),
+                202: GOLD_ACCEPTED,
+            },
             r400=ERROR_400,
         ),
     )

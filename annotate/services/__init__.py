@@ -27,6 +27,7 @@ from annotate.services.imports import (
     SLUG_TAKEN,
     DeletionsNotConfirmed,
     ImportResult,
+    check_new_slug,
     import_bundle,
     import_new_project,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "adjudication_started",
     "can_reopen",
     "change_member_role",
+    "check_new_slug",
     "check_answer_label",
     "check_claim_label",
     "default_citation_verdicts",

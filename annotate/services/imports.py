@@ -822,7 +822,13 @@ SLUG_TAKEN = "This slug is not available: choose another."
 
 @transaction.atomic
 def import_new_project(
-    *, lines: Iterable[bytes | str], slug: str, name: str | None, user, reimport: bool = True
+    *,
+    lines: Iterable[bytes | str],
+    slug: str,
+    name: str | None,
+    user,
+    reimport: bool = True,
+    progress: Callable[[str, int], None] | None = None,
 ) -> ImportResult:
     """Import a bundle as a new project whose lead is ``user``. A slug that exists is refused
     unless ``user`` already leads that project and ``reimport`` allows an ordinary re-import
@@ -833,7 +839,7 @@ def import_new_project(
         slug=slug,
         user=user,
         reimport=reimport,
-        load=lambda: import_bundle(lines=lines, project_slug=slug, name=name),
+        load=lambda: import_bundle(lines=lines, project_slug=slug, name=name, progress=progress),
     )
 
 
@@ -843,6 +849,19 @@ def import_as_new_project(
 ) -> ImportResult:
     """import_new_project's rules around any importer: `load` imports into `slug` (a bundle,
     a Ragas dataset) and runs only once the slug is known to be free or the user's."""
+    check_new_slug(slug=slug, user=user, reimport=reimport)
+    result = load()
+    if result.created_project:
+        add_member(project=result.project, username=user.get_username(), role=Role.LEAD)
+    elif not _leads(user, slug):
+        raise ServiceError(SLUG_TAKEN)  # raised inside the transaction: the import rolls back
+    return result
+
+
+def check_new_slug(*, slug: str, user, reimport: bool) -> None:
+    """Raise ServiceError unless `user` may import a new project under `slug`: it is free, or
+    theirs and `reimport` allows adding to it. Checked when an upload is accepted (to say so
+    at once) and again when it is imported (the authoritative check)."""
     if Project.objects.filter(slug=slug).exists():
         if not _leads(user, slug):
             raise ServiceError(SLUG_TAKEN)
@@ -851,12 +870,6 @@ def import_as_new_project(
                 "You already lead a project with this slug: to add to it, use its Upload "
                 f"page (/p/{slug}/upload/), or choose another slug."
             )
-    result = load()
-    if result.created_project:
-        add_member(project=result.project, username=user.get_username(), role=Role.LEAD)
-    elif not _leads(user, slug):
-        raise ServiceError(SLUG_TAKEN)  # raised inside the transaction: the import rolls back
-    return result
 
 
 def _leads(user, slug: str) -> bool:

@@ -4,7 +4,7 @@ all-or-nothing write and re-import idempotency hold as they do for a bundle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from django.db import transaction
@@ -29,6 +29,7 @@ def import_ragas(
     name: str | None = None,
     replace: bool = False,
     confirm_deletions: bool = False,
+    progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
     if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
@@ -54,6 +55,7 @@ def import_ragas(
             name=name,
             replace=replace,
             confirm_deletions=confirm_deletions,
+            progress=progress,
         )
     except BundleInvalid as exc:
         raise conversion.errors_in_dataset(exc) from exc
@@ -92,11 +94,14 @@ def import_ragas_new_project(
     name: str | None,
     user,
     reimport: bool = True,
+    progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """import_ragas as a new project whose lead is `user`, under import_new_project's rules."""
     return import_as_new_project(
         slug=slug,
         user=user,
         reimport=reimport,
-        load=lambda: import_ragas(lines=lines, project_slug=slug, variant=variant, name=name),
+        load=lambda: import_ragas(
+            lines=lines, project_slug=slug, variant=variant, name=name, progress=progress
+        ),
     )

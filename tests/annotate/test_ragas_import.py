@@ -19,7 +19,7 @@ from annotate import ragas
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
 from annotate.services import import_ragas, open_labelling
-from tests.api import API, token_client
+from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES
 
 RAGAS = FIXTURES / "ragas"
@@ -457,15 +457,14 @@ def test_the_api_takes_a_ragas_dataset_with_format_and_variant(lead):
         {"slug": "rg", "format": "ragas", "variant": "baseline", "file": upload("baseline.csv")},
         format="multipart",
     )
-    assert created.status_code == 201, created.json()
-    assert created.json()["counts"]["answer"]["created"] == 4
+    assert finished_job(api, created)["result"]["counts"]["answer"]["created"] == 4
 
     added = api.post(
         f"{API}/projects/rg/bundle/",
         {"format": "ragas", "variant": "verifier", "file": upload("verifier.jsonl")},
         format="multipart",
     )
-    assert added.status_code == 200 and added.json()["counts"]["answer"]["created"] == 3
+    assert finished_job(api, added)["result"]["counts"]["answer"]["created"] == 3
 
     no_variant = api.post(
         f"{API}/projects/rg/bundle/",
@@ -483,8 +482,7 @@ def test_the_api_takes_a_ragas_dataset_with_format_and_variant(lead):
         },
         format="multipart",
     )
-    assert refused.status_code == 400
-    assert refused.json()["errors"] == [
+    assert finished_job(api, refused)["errors"] == [
         "row 1: the header row names no 'response' column (a Ragas CSV's first row holds its "
         "column names: user_input, response, retrieved_contexts, retrieved_context_ids, "
         "reference)"

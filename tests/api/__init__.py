@@ -21,6 +21,16 @@ def token_client(user=None) -> APIClient:
     return client
 
 
+def finished_job(client: APIClient, response) -> dict:
+    """The job an upload answered 202 with, read back from its URL once it has ended (at once,
+    with the in-process task backend the tests run on)."""
+    assert response.status_code == 202, response.content
+    assert response["Location"] == response.json()["url"]
+    job = client.get(response["Location"]).json()
+    assert job["status"] in ("succeeded", "failed"), job
+    return job
+
+
 @pytest.fixture
 def people(reviewer_a, reviewer_b, lead, outsider) -> dict[str, APIClient]:
     return {

@@ -22,7 +22,7 @@ from annotate.services import open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from tests import api as shared
-from tests.api import API, JSONL, token_client
+from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, PASSWORD
 
 demo = shared.demo  # fixture
@@ -84,8 +84,9 @@ def test_a_bundle_upload_creates_the_project_and_makes_the_uploader_its_lead(db,
     response = client.post(
         f"{API}/projects/", {"slug": "course", "name": "Course", "file": upload(SMALL)}
     )
-    assert response.status_code == 201, response.content
-    body = response.json()
+    job = finished_job(client, response)
+    assert job["status"] == "succeeded" and job["kind"] == "bundle_import"
+    body = job["result"]
     assert body["project"] == "course" and body["created_project"] is True
     assert body["counts"]["answer"] == {"created": 4, "unchanged": 0, "replaced": 0, "corrected": 0}
     assert Membership.objects.get(project__slug="course").role == Role.LEAD
@@ -97,10 +98,12 @@ def test_a_bundle_upload_creates_the_project_and_makes_the_uploader_its_lead(db,
 def test_a_raw_jsonl_body_imports_too_and_importing_again_changes_nothing(db, lead):
     client = token_client(lead)
     response = client.post(f"{API}/projects/?slug=course&name=Course", SMALL, content_type=JSONL)
-    assert response.status_code == 201, response.content
-    again = client.post(f"{API}/projects/course/bundle/", SMALL, content_type=JSONL)
-    assert again.status_code == 200
-    assert again.json()["counts"]["answer"] == {
+    assert finished_job(client, response)["result"]["created_project"] is True
+    again = finished_job(
+        client, client.post(f"{API}/projects/course/bundle/", SMALL, content_type=JSONL)
+    )
+    assert again["result"]["created_project"] is False
+    assert again["result"]["counts"]["answer"] == {
         "created": 0,
         "unchanged": 4,
         "replaced": 0,
@@ -112,11 +115,14 @@ def test_a_raw_jsonl_body_imports_too_and_importing_again_changes_nothing(db, le
     assert [r["type"] for r in rows].count("answer") == 4
 
 
-def test_a_defective_bundle_is_400_with_every_problem_by_line_and_nothing_written(db, lead):
+def test_a_defective_bundle_fails_its_job_with_every_problem_by_line_and_nothing_written(db, lead):
     client = token_client(lead)
     response = client.post(f"{API}/projects/", {"slug": "course", "file": upload(defective())})
-    assert response.status_code == 400
-    errors = response.json()["errors"]
+    job = finished_job(client, response)
+    assert job["status"] == "failed" and not job["retryable"]
+    assert "nothing was written" in job["failure"].lower()
+    assert job["summary"] and len(job["summary"]) <= len(job["errors"])
+    errors = job["errors"]
     assert any(e.startswith("line 3: ") for e in errors)
     assert any(e.startswith("line 9: ") and "no-such-case" in e for e in errors)
     assert not Project.objects.filter(slug="course").exists()
@@ -483,11 +489,11 @@ def test_a_judge_run_is_pushed_listed_and_calibrated(demo, lead):
 def test_labels_import_through_the_api_is_all_or_nothing(team, lead):
     open_labelling(project=team)
     line = json.dumps({"answer_id": "a2-deadline/baseline", "reviewer": "nobody", "claims": []})
-    response = token_client(lead).post(
-        f"{API}/projects/small/labels/", line.encode(), content_type=JSONL
-    )
-    assert response.status_code == 400
-    assert all(e.startswith("line 1: ") for e in response.json()["errors"])
+    client = token_client(lead)
+    response = client.post(f"{API}/projects/small/labels/", line.encode(), content_type=JSONL)
+    job = finished_job(client, response)
+    assert job["status"] == "failed" and job["kind"] == "label_import"
+    assert all(e.startswith("line 1: ") for e in job["errors"])
     assert not Assignment.objects.exists()
 
 

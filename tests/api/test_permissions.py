@@ -24,7 +24,7 @@ from annotate.services import (
     save_claim_label,
 )
 from tests import api as shared
-from tests.api import API, JSONL, token_client
+from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES
 
 people = shared.people  # fixture
@@ -101,9 +101,9 @@ def endpoints(w, number=None) -> list[tuple[str, str, dict | None, str, int]]:
         ("POST", f"tasks/{n}/submit/", None, REVIEWER, 400),
         ("POST", f"tasks/{n}/reopen/", None, REVIEWER, 409),
         ("POST", "open/", None, LEAD, 409),
-        ("POST", "bundle/", {"file": (FIXTURES / "small.jsonl").read_bytes()}, LEAD, 200),
+        ("POST", "bundle/", {"file": (FIXTURES / "small.jsonl").read_bytes()}, LEAD, 202),
         ("GET", "bundle/", None, LEAD, 200),
-        ("POST", "labels/", {"raw": b"\n".join(labels)}, LEAD, 200),
+        ("POST", "labels/", {"raw": b"\n".join(labels)}, LEAD, 202),
         ("GET", "members/", None, LEAD, 200),
         ("POST", "members/", {"username": "carol", "role": "reviewer"}, LEAD, 201),
         ("GET", "members/alice/", None, LEAD, 200),
@@ -229,7 +229,7 @@ def test_project_list_and_creation_need_only_an_account(world, people):
         "b.jsonl", (FIXTURES / "small.jsonl").read_bytes(), content_type=JSONL
     )
     created = people["outsider"].post(f"{API}/projects/", {"slug": "mine", "file": upload})
-    assert created.status_code == 201
+    assert finished_job(people["outsider"], created)["status"] == "succeeded"
     assert people["anonymous"].post(f"{API}/projects/", {"slug": "x"}).status_code == 401
 
 

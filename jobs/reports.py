@@ -1,0 +1,255 @@
+"""Reports computed once per state of the labels, read by every page view until they change.
+
+The agreement report, a judge run's calibration and the evaluation metrics of a large project
+take seconds each. They depend only on the project's data, labels and decisions, so each is
+stored with a cheap fingerprint of those (a few aggregate queries: counts, latest times and
+revisions, as annotate.exports.gold_fingerprint) and of the code that computes it. A view reads
+the stored result:
+- fingerprint unchanged: it is current, say when it was computed;
+- labels changed since: show it, say so, and ask a worker to recompute (once per new state);
+- nothing stored yet: compute it in the request when the project is small (or tasks run
+  in-process), else ask a worker and show a page that reloads itself until it is there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from annotate.models import (
+    Answer,
+    AnswerCorrection,
+    Assignment,
+    Case,
+    Claim,
+    Decision,
+    Judgment,
+    Project,
+)
+from jobs import framework
+from jobs.models import StoredReport
+
+Kind = StoredReport.Kind
+
+
+def _code_version() -> str:
+    """The source of the statistics modules: a deploy that changes how a report is computed
+    makes every stored one stale, without anyone having to remember a version number."""
+    root = Path(__file__).resolve().parent.parent / "evaluation"
+    digest = hashlib.sha256()
+    for path in sorted(root.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+CODE_VERSION = _code_version()
+
+
+def fingerprint(project: Project, kind: str, key: str = "") -> str:
+    """Everything the reports read, summarised in one query: any submitted label or revision,
+    decision, claim edit, import, judgment or correction changes it."""
+    encoded = json.dumps(
+        [CODE_VERSION, kind, key, project.label_schema, _state(project)], default=str
+    )
+    return hashlib.sha256(encoded.encode()).hexdigest()[:32]
+
+
+def _state(project: Project) -> list:
+    tables = {
+        "assignment": Assignment._meta.db_table,
+        "decision": Decision._meta.db_table,
+        "answer": Answer._meta.db_table,
+        "claim": Claim._meta.db_table,
+        "case": Case._meta.db_table,
+        "judgment": Judgment._meta.db_table,
+        "correction": AnswerCorrection._meta.db_table,
+    }
+    answers = 'SELECT id FROM "{answer}" WHERE project_id = %(p)s'.format(**tables)
+    parts = [
+        'SELECT count(*) FROM "{assignment}" WHERE project_id = %(p)s AND status = %(s)s',
+        'SELECT max(submitted_at) FROM "{assignment}" WHERE project_id = %(p)s',
+        'SELECT sum(revision) FROM "{assignment}" WHERE project_id = %(p)s',
+        'SELECT count(*) FROM "{decision}" WHERE answer_id IN (' + answers + ")",
+        'SELECT max(decided_at) FROM "{decision}" WHERE answer_id IN (' + answers + ")",
+        'SELECT count(*) FROM "{answer}" WHERE project_id = %(p)s',
+        'SELECT max(id) FROM "{answer}" WHERE project_id = %(p)s',
+        'SELECT count(*) FROM "{claim}" WHERE answer_id IN (' + answers + ")",
+        'SELECT max(id) FROM "{claim}" WHERE answer_id IN (' + answers + ")",
+        'SELECT count(*) FROM "{judgment}" WHERE case_id IN '
+        '(SELECT id FROM "{case}" WHERE project_id = %(p)s)',
+        'SELECT max(id) FROM "{correction}" WHERE answer_id IN (' + answers + ")",
+    ]
+    sql = "SELECT " + ", ".join(f"({part.format(**tables)})" for part in parts)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"p": project.pk, "s": Assignment.Status.SUBMITTED})
+        return list(cursor.fetchone())
+
+
+def _agreement(project: Project, key: str) -> dict:
+    from evaluation.agreement_report import agreement_report
+
+    return agreement_report(project)
+
+
+def _calibration(project: Project, key: str) -> dict:
+    from evaluation.judge_reports import calibration_report
+    from evaluation.models import JudgeRun
+
+    run_id, split = key.split(":", 1)
+    run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
+    run.project = project
+    return calibration_report(run=run, split=split)
+
+
+def _evaluation(project: Project, key: str) -> dict:
+    from evaluation.reports import evaluate
+
+    return evaluate(project)
+
+
+COMPUTE: dict[str, Callable[[Project, str], dict]] = {
+    Kind.AGREEMENT: _agreement,
+    Kind.CALIBRATION: _calibration,
+    Kind.EVALUATION: _evaluation,
+}
+
+
+@dataclass
+class Stored:
+    """A report as a page shows it, with how fresh it is."""
+
+    result: dict | None
+    computed_at: datetime | None
+    seconds: float | None
+    fresh: bool  # computed from the labels as they are now
+    refreshing: bool  # a worker has been asked for the current state
+
+    @property
+    def pending(self) -> bool:
+        return self.result is None
+
+
+def read(*, project: Project, kind: str, key: str = "") -> Stored:
+    """The stored report, current or not; see the module's docstring for what happens when
+    it is not."""
+    now_fingerprint = fingerprint(project, kind, key)
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
+    if row is not None and row.result is not None and row.fingerprint == now_fingerprint:
+        return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+    if framework.runs_in_process() or ((row is None or row.result is None) and _small(project)):
+        row = _compute(project, kind, key, now_fingerprint)
+        return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+    _ask_worker(project, kind, key, now_fingerprint)
+    if row is None or row.result is None:
+        return Stored(None, None, None, fresh=False, refreshing=True)
+    return Stored(row.result, row.computed_at, row.seconds, fresh=False, refreshing=True)
+
+
+def current(*, project: Project, kind: str, key: str = "", compute: Callable[[], dict]) -> Stored:
+    """The report for the labels as they are now: stored, or computed by `compute` here and
+    stored. For pages that read the project's data anyway (the evaluation page draws its
+    charts from it), where a stale report beside current charts would mislead."""
+    now_fingerprint = fingerprint(project, kind, key)
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
+    if row is None or row.result is None or row.fingerprint != now_fingerprint:
+        row = _compute(project, kind, key, now_fingerprint, compute=compute)
+    return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+
+
+def pending_page(request, *, project: Project, role: str, title: str, current: str):
+    """The page shown while a worker computes a report nothing was stored for yet."""
+    from django.shortcuts import render
+
+    context = {"project": project, "role": role, "title": title, "current": current}
+    return render(request, "jobs/report_pending.html", context)
+
+
+def _small(project: Project) -> bool:
+    from annotate.exports import gold_size
+
+    return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
+
+
+def _ask_worker(project: Project, kind: str, key: str, wanted: str) -> None:
+    """Enqueue one recomputation per new state of the labels (a lost one is asked again once
+    the stale period has passed)."""
+    from jobs.tasks import refresh_report
+
+    cutoff = timezone.now() - timedelta(seconds=settings.CLAIMDESK_JOB_STALE_SECONDS)
+    with transaction.atomic():
+        row, _ = StoredReport.objects.select_for_update().get_or_create(
+            project=project, kind=kind, key=key
+        )
+        if row.wanted == wanted and row.wanted_at and row.wanted_at > cutoff:
+            return
+        row.wanted, row.wanted_at = wanted, timezone.now()
+        row.save(update_fields=["wanted", "wanted_at"])
+
+        def send() -> None:
+            refresh_report.enqueue(project.pk, kind, key)
+
+        if framework.enqueues_in_transaction():
+            send()
+        else:
+            transaction.on_commit(send)
+
+
+def refresh(*, project_id: int, kind: str, key: str) -> None:
+    """The worker's side: compute the report for the labels as they are now and store it. A
+    project or judge run deleted meanwhile leaves nothing to do."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return
+    current = fingerprint(project, kind, key)
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
+    if row is not None and row.fingerprint == current and row.result is not None:
+        return  # another worker got there first
+    try:
+        _compute(project, kind, key, current)
+    except Exception:
+        # Asked again on the next view once the stale period has passed.
+        StoredReport.objects.filter(project=project, kind=kind, key=key).update(wanted="")
+        raise
+
+
+def _compute(
+    project: Project,
+    kind: str,
+    key: str,
+    current: str,
+    *,
+    compute: Callable[[], dict] | None = None,
+) -> StoredReport:
+    """Compute and store. The fingerprint is the one read before computing: labels that
+    change while it runs make the next view ask again."""
+    started = time.perf_counter()
+    result = compute() if compute is not None else COMPUTE[kind](project, key)
+    # Stored as JSON and read back as JSON, whichever path served it: a page must not depend
+    # on whether its report came from a worker or from this request.
+    result = json.loads(json.dumps(result, allow_nan=False))
+    seconds = time.perf_counter() - started
+    values = {
+        "result": result,
+        "fingerprint": current,
+        "computed_at": timezone.now(),
+        "seconds": round(seconds, 3),
+    }
+    where = {"project": project, "kind": kind, "key": key}
+    if not StoredReport.objects.filter(**where).update(**values):
+        try:
+            with transaction.atomic():
+                return StoredReport.objects.create(**where, **values)
+        except IntegrityError:  # another request stored it first: ours is as current
+            StoredReport.objects.filter(**where).update(**values)
+    row = StoredReport(**where, **values)
+    return row

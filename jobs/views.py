@@ -1,0 +1,118 @@
+"""The page a person watches a job on, its retry button, an export's download, and /healthz.
+
+The page's URL names the job, so it survives a reload; while the job runs, htmx asks for the
+page's `status` partial every second (hx-trigger="every 1s", allowed by the CSP). A finished
+import sends the person on to the project's set-up page; a refused file shows every problem
+by line; an export shows its download.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotate.models import Role
+from annotate.services import ServiceError
+from jobs import services
+from jobs.models import Job
+
+
+def _job_or_404(user, job_id) -> Job:
+    job = Job.objects.visible_to(user).select_related("project").filter(pk=job_id).first()
+    if job is None:
+        raise Http404("Not found")
+    return job
+
+
+def job_url(job: Job) -> str:
+    return reverse("job", kwargs={"job_id": job.pk})
+
+
+def done_url(job: Job) -> str:
+    """Where a finished import sends the person: the project's set-up page."""
+    return reverse("project_setup", kwargs={"slug": job.result.get("project", job.project_slug)})
+
+
+def announce(request, job: Job) -> None:
+    """The finished import's result, as the synchronous upload said it; once per job, however
+    many of the page's polls (or reloads) see it finished."""
+    announced = request.session.get("jobs_announced", [])
+    if str(job.pk) in announced:
+        return
+    request.session["jobs_announced"] = [*announced[-19:], str(job.pk)]
+    result = job.result
+    if job.kind == Job.Kind.LABEL_IMPORT:
+        messages.success(request, f"Labels: {result.get('summary', 'imported')}.")
+        return
+    prefix = "Project created. " if result.get("created_project") else ""
+    messages.success(request, f"{prefix}Imported {result.get('summary', '')}.")
+    if result.get("proposed_claims"):
+        messages.info(
+            request,
+            f"{result['proposed_claims']} claims were proposed sentence by sentence: review "
+            "their boundaries before opening labelling.",
+        )
+
+
+@require_GET
+@login_required
+def job_page(request, job_id):
+    job = _job_or_404(request.user, job_id)
+    if job.status == Job.Status.SUCCEEDED and job.is_import:
+        announce(request, job)
+        url = done_url(job)
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context = {
+        "job": job,
+        "project": job.project,
+        "role": Role.LEAD if job.project_id else None,
+        "bundle_errors": services.bundle_errors(job),
+        "again_url": _again_url(job),
+    }
+    if request.htmx:
+        return render(request, "jobs/job.html#status", context)
+    return render(request, "jobs/job.html", context)
+
+
+def _again_url(job: Job) -> str:
+    """The form to upload a corrected file on."""
+    if job.kind == Job.Kind.GOLD_EXPORT:
+        return reverse("gold", kwargs={"slug": job.project_slug})
+    if job.project_id is None:
+        query = urlencode({"slug": job.project_slug, "name": job.params.get("name") or ""})
+        return f"{reverse('project_new')}?{query}"
+    return reverse("project_upload", kwargs={"slug": job.project_slug})
+
+
+@require_POST
+@login_required
+def job_retry(request, job_id):
+    job = _job_or_404(request.user, job_id)
+    try:
+        services.retry_job(job=job, confirm_deletions=request.POST.get("confirm_deletions") == "1")
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect(job_url(job))
+
+
+@require_GET
+@login_required
+def job_download(request, job_id):
+    job = _job_or_404(request.user, job_id)
+    if job.status != Job.Status.SUCCEEDED or not job.output:
+        raise Http404("Not ready")
+    fmt = job.params.get("format", "jsonl")
+    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
+    return FileResponse(
+        services.storage().open(job.output, "rb"),
+        as_attachment=True,
+        filename=f"{job.project_slug}-gold.{fmt}",
+        content_type=f"{content_type}; charset=utf-8",
+    )

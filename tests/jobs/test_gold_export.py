@@ -1,0 +1,88 @@
+"""Gold exports: small ones stream from the request; past CLAIMDESK_GOLD_STREAM_MAX_ROWS a
+worker writes the file and the lead downloads it from the job, in the browser and the API.
+The file is the streamed export, byte for byte, and asking again while the labels stay as they
+are gives the same job."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from annotate import exports
+from jobs.models import Job
+from tests.api import API, finished_job, token_client
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def streamed(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+@pytest.fixture
+def browser(demo, lead) -> Client:
+    lead.set_password(PASSWORD)
+    lead.save()
+    client = Client()
+    client.login(username=lead.username, password=PASSWORD)
+    return client
+
+
+def test_a_small_gold_set_streams_from_the_request(browser, demo):
+    assert exports.gold_size(demo) == 101  # every row of the demo's gold set
+    response = browser.get("/p/demo/gold.jsonl")
+    assert response.status_code == 200 and response.streaming
+    assert len(streamed(response).splitlines()) == 101
+    assert not Job.objects.exists()
+
+
+def test_a_large_gold_set_is_written_by_a_worker_and_downloaded_from_its_job(
+    browser, demo, settings
+):
+    expected = streamed(browser.get("/p/demo/gold.csv?item=claim"))
+    settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS = 50
+    assert "a worker writes the file" in browser.get("/p/demo/gold/").content.decode()
+
+    response = browser.get("/p/demo/gold.csv?item=claim")
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert job.kind == Job.Kind.GOLD_EXPORT and job.status == Job.Status.SUCCEEDED
+    assert job.rows_total == 101 and job.result["rows"] == job.rows_written > 0
+    page = browser.get(response["Location"]).content.decode()
+    assert f"/jobs/{job.pk}/download/" in page and "Download CSV" in page
+    download = browser.get(f"/jobs/{job.pk}/download/")
+    assert download["Content-Disposition"] == 'attachment; filename="demo-gold.csv"'
+    assert b"".join(download.streaming_content) == expected
+
+    # The same labels and filters: the same job; other filters: another.
+    assert browser.get("/p/demo/gold.csv?item=claim")["Location"] == f"/jobs/{job.pk}/"
+    assert browser.get("/p/demo/gold.csv")["Location"] != f"/jobs/{job.pk}/"
+
+
+def test_the_api_answers_202_for_a_large_gold_set_and_serves_the_file(demo, lead, settings):
+    client = token_client(lead)
+    expected = streamed(client.get(f"{API}/projects/demo/gold.jsonl"))
+    settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS = 50
+    job = finished_job(client, client.get(f"{API}/projects/demo/gold.jsonl"))
+    assert job["kind"] == "gold_export" and job["status"] == "succeeded"
+    assert job["progress"]["rows_total"] == 101 and job["progress"]["percent"] == 100
+    download = client.get(job["download_url"])
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == expected
+
+
+def test_only_the_projects_leads_see_an_export_job(demo, lead, reviewer_a, outsider, settings):
+    settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS = 50
+    job = finished_job(
+        token_client(lead), token_client(lead).get(f"{API}/projects/demo/gold.jsonl")
+    )
+    for person in (reviewer_a, outsider):
+        assert token_client(person).get(job["url"]).status_code == 404
+        assert token_client(person).get(job["download_url"]).status_code == 404
+        person.set_password(PASSWORD)
+        person.save()
+        client = Client()
+        client.login(username=person.username, password=PASSWORD)
+        assert client.get(f"/jobs/{job['id']}/").status_code == 404
+        assert client.get(f"/jobs/{job['id']}/download/").status_code == 404

@@ -1,0 +1,128 @@
+"""Stored reports: a page view reads the report stored for the labels as they are and says how
+fresh it is; a change of labels makes it recomputed (in the request when tasks run in-process,
+by one worker task otherwise, the stale figures shown meanwhile, marked as such); a large
+project's first report is computed by a worker while the page reloads itself."""
+
+from __future__ import annotations
+
+import pytest
+from django.db.models import F
+from django.test import Client
+from django_tasks_db.models import DBTaskResult
+
+from annotate.models import Assignment
+from evaluation import agreement_report as agreement_module
+from jobs import reports
+from jobs.models import StoredReport
+from jobs.tasks import refresh_report
+from tests.api import API, token_client
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def browser(demo, lead) -> Client:
+    lead.set_password(PASSWORD)
+    lead.save()
+    client = Client()
+    client.login(username=lead.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def computations(monkeypatch):
+    """How many times the agreement report is computed."""
+    calls = []
+    real = agreement_module.agreement_report
+
+    def counted(project, **kwargs):
+        calls.append(project.slug)
+        return real(project, **kwargs)
+
+    monkeypatch.setattr(agreement_module, "agreement_report", counted)
+    return calls
+
+
+def relabel(project) -> None:
+    """A reviewer resubmits: the labels' state changes."""
+    Assignment.objects.filter(project=project).update(revision=F("revision") + 1)
+
+
+def test_the_agreement_page_is_computed_once_per_state_of_the_labels(browser, demo, computations):
+    first = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="current"' in first and "as they are now" in first
+    browser.get("/p/demo/agreement/")
+    browser.get("/p/demo/agreement/?format=json")
+    assert computations == ["demo"]
+    relabel(demo)
+    browser.get("/p/demo/agreement/")
+    assert computations == ["demo", "demo"]
+
+
+def test_changed_labels_show_the_stored_report_marked_stale_and_ask_one_worker(
+    browser, demo, computations, database_tasks
+):
+    browser.get("/p/demo/agreement/")  # small: the first one is computed in the request
+    relabel(demo)
+    page = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="recomputing"' in page and "labels have changed" in page
+    assert "Support" in page  # the stored figures are still shown
+    browser.get("/p/demo/agreement/")
+    assert DBTaskResult.objects.count() == 1  # one recomputation per new state
+    assert computations == ["demo"]
+
+    (task,) = DBTaskResult.objects.all()
+    refresh_report.call(*task.args_kwargs["args"])
+    assert computations == ["demo", "demo"]
+    page = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="current"' in page
+
+
+def test_a_large_projects_first_report_waits_for_a_worker(
+    browser, demo, lead, database_tasks, settings
+):
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    page = browser.get("/p/demo/agreement/")
+    assert page.status_code == 200
+    assert 'http-equiv="refresh"' in page.content.decode()
+    assert 'data-report-freshness="pending"' in page.content.decode()
+    api = token_client(lead).get(f"{API}/projects/demo/agreement/")
+    assert api.status_code == 202 and api["Retry-After"]
+
+    (task,) = DBTaskResult.objects.all()
+    refresh_report.call(*task.args_kwargs["args"])
+    api = token_client(lead).get(f"{API}/projects/demo/agreement/")
+    assert api.status_code == 200 and api["Report-Current"] == "true"
+    assert api.json()["slices"]["all"]["support"]["n"] > 0
+    assert "Reviewer agreement" in browser.get("/p/demo/agreement/").content.decode()
+
+
+def test_calibration_and_evaluation_pages_say_how_fresh_they_are(browser, demo):
+    run = demo.judge_runs.get()
+    for path in (f"/p/demo/judges/{run.pk}/", "/p/demo/evaluation/"):
+        page = browser.get(path).content.decode()
+        assert 'data-report-freshness="current"' in page, path
+    kinds = set(StoredReport.objects.values_list("kind", flat=True))
+    assert kinds == {"calibration", "evaluation"}
+    assert StoredReport.objects.get(kind="calibration").key == f"{run.pk}:judge_test"
+
+
+def test_the_stored_report_is_the_computed_one(demo):
+    stored = reports.read(project=demo, kind=reports.Kind.AGREEMENT)
+    direct = agreement_module.agreement_report(demo)
+    assert stored.result["slices"]["all"]["support"] == {
+        key: (list(value) if isinstance(value, tuple) else value)
+        for key, value in direct["slices"]["all"]["support"].items()
+    }
+
+
+def test_the_evaluation_api_reads_the_stored_default_report(demo, lead):
+    client = token_client(lead)
+    first = client.get(f"{API}/projects/demo/evaluation/")
+    assert first.status_code == 200 and first["Report-Current"] == "true"
+    assert StoredReport.objects.filter(kind="evaluation").count() == 1
+    again = client.get(f"{API}/projects/demo/evaluation/?slice=answerable")
+    assert again["Report-Computed-At"] == first["Report-Computed-At"]
+    custom = client.get(f"{API}/projects/demo/evaluation/?k=1,3")
+    assert custom.status_code == 200 and "Report-Current" not in custom

@@ -1,0 +1,66 @@
+"""The RQ backend, for deployments with many workers: the same import, queued in the Redis on
+127.0.0.1:6379 and run by `manage.py worker` (rqworker) under CLAIMDESK_TASKS=rq. Without
+that Redis the test is skipped with a loud line; with CI=true it is required (.ci/run starts
+Redis when it is down)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotate.models import Answer
+from jobs import health, services
+from jobs.models import Job
+from tests.conftest import _LOUD, CI
+from tests.workers import wait_for, write_bundle
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+# A database of its own on the shared Redis, emptied before and after.
+REDIS_URL = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture
+def rq_tasks(settings, tmp_path):
+    import redis
+
+    connection = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        connection.ping()
+    except redis.RedisError as exc:
+        message = f"RQ TESTS SKIPPED: no Redis at {REDIS_URL} ({exc}); start redis-server"
+        if CI:
+            pytest.fail(
+                f"CI=true but Redis does not answer at {REDIS_URL}: the RQ test is required"
+            )
+        _LOUD.add(message)
+        pytest.skip(message)
+    connection.flushdb()
+    settings.CLAIMDESK_TASKS = "rq"
+    settings.REDIS_URL = REDIS_URL
+    settings.RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}}
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend"}}
+    yield tmp_path
+    connection.flushdb()
+
+
+def test_an_import_queued_in_redis_is_run_by_an_rq_worker(rq_tasks, workers, lead, tmp_path):
+    assert health.backend_problem() is None
+    bundle = write_bundle(tmp_path / "b.jsonl", 500)
+    job = services.start_import(
+        kind=Job.Kind.BUNDLE_IMPORT,
+        user=lead,
+        upload=SimpleUploadedFile("b.jsonl", bundle.read_bytes()),
+        slug="via-redis",
+        params={},
+    )
+    assert job.status == Job.Status.QUEUED and job.task_id
+    worker = workers(CLAIMDESK_TASKS="rq", REDIS_URL=REDIS_URL)
+    wait_for(lambda: Job.objects.get(pk=job.pk).finished, "the RQ worker", timeout=120)
+    job = Job.objects.get(pk=job.pk)
+    assert job.status == Job.Status.SUCCEEDED, (job.failure, worker.output())
+    assert Answer.objects.filter(project__slug="via-redis").count() == 500
+    # The framework's own record of the task, read back from Redis through the Tasks API.
+    from jobs.tasks import run_job
+
+    result = run_job.get_result(job.task_id)
+    assert result.status == "SUCCESSFUL"
