@@ -71,6 +71,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
                     [],
                     "",
                     1,
+                    0,
                 )
             )
             for claim_id in claims[answer_id]:
@@ -78,7 +79,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
                 if side == 1 and rng.random() < 0.12:  # reviewer B departs from A now and then
                     support = rng.choice(SUPPORT)
                 severity = "none" if support == "supported" else SEVERITY[1 + claim_id % 3]
-                labels.append((pk, claim_id, support, severity, True, [], "", {}, ""))
+                labels.append((pk, claim_id, support, severity, True, [], "", {}, "", 1))
     bulk.insert_rows(
         Assignment,
         [
@@ -97,6 +98,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
             "failure_labels",
             "note",
             "revision",
+            "draft_version",
         ],
         rows,
     )
@@ -114,6 +116,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
             "evidence_quote",
             "citations",
             "note",
+            "version",
         ],
         ((pk, *row) for pk, row in zip(label_ids, labels, strict=True)),
     )
