@@ -137,7 +137,13 @@ def pairs_for_project(
         submitted = submitted.filter(answer_id__in=answer_ids)
     by_answer: dict[int, list[dict]] = defaultdict(list)
     for row in submitted.order_by("answer_id", "submitted_at", "pk").values(
-        "pk", "answer_id", "reviewer_id", "relevance", "abstention", "failure_labels", "note"
+        "pk",
+        "answer_id",
+        "reviewer_id",
+        "relevance",
+        "abstention",
+        "note",
+        "failure_labels",
     ):
         if len(by_answer[row["answer_id"]]) < 2:
             by_answer[row["answer_id"]].append(row)
@@ -290,14 +296,26 @@ def disagreement_score(pair: ItemPair) -> int:
 
 @dataclass
 class AnswerDisagreement:
-    answer: Answer
+    answer: Answer  # with its case's question and flags loaded, never its variant
     score: int
     fields: list[str]
 
 
-def adjudication_queue(project: Project) -> list[AnswerDisagreement]:
+# The queue's slices, as the reports cut them: adversarial is the flag, whatever the
+# answerability, so an adversarial answerable case is in both.
+QUEUE_SLICES = {
+    "answerable": lambda case: case.answerable,
+    "unanswerable": lambda case: not case.answerable,
+    "adversarial": lambda case: case.adversarial,
+}
+
+
+def adjudication_queue(
+    project: Project, *, slice: str | None = None, field: str | None = None
+) -> list[AnswerDisagreement]:
     """Answers whose reviewers disagree on a field no lead has decided yet, most serious
-    first (ties by task number)."""
+    first (ties by task number); only those of one slice, or disagreeing on one field, when
+    asked. Four queries whatever the size: the pairs' three and the answers with their case."""
     answer_pairs, claim_pairs = pairs_for_project(project)
     scores: dict[int, int] = defaultdict(int)
     fields: dict[int, set[str]] = defaultdict(set)
@@ -305,8 +323,16 @@ def adjudication_queue(project: Project) -> list[AnswerDisagreement]:
         if pair.pending:
             scores[pair.answer_id] += disagreement_score(pair)
             fields[pair.answer_id].update(pair.pending)
-    answers = Answer.objects.in_bulk(list(scores))
-    queue = [AnswerDisagreement(answers[pk], scores[pk], sorted(fields[pk])) for pk in scores]
+    answers = Answer.objects.filter(pk__in=list(scores)).select_related("case")
+    answers = answers.only(
+        "pk", "task_number", "case__question", "case__answerable", "case__adversarial"
+    )
+    keep = QUEUE_SLICES[slice] if slice else None
+    queue = [
+        AnswerDisagreement(answer, scores[answer.pk], sorted(fields[answer.pk]))
+        for answer in answers
+        if (keep is None or keep(answer.case)) and (field is None or field in fields[answer.pk])
+    ]
     return sorted(queue, key=lambda d: (-d.score, d.answer.task_number or 0))
 
 

@@ -340,6 +340,11 @@ FIELD_LABELS = {
 }
 
 
+def field_word(name: str) -> str:
+    """A label field as people say it: requires_evidence → needs evidence."""
+    return FIELD_LABELS.get(name, name.replace("_", " "))
+
+
 def show_choice(value) -> str:
     """A vocabulary value for people: insufficient_evidence → insufficient evidence."""
     if isinstance(value, bool):
@@ -392,7 +397,7 @@ class FieldRow:
 
     @property
     def label(self) -> str:
-        return FIELD_LABELS.get(self.name, self.name.replace("_", " "))
+        return field_word(self.name)
 
     @property
     def choices(self) -> list[tuple[object, str]]:
@@ -419,10 +424,16 @@ class ClaimAdjudication:
     # Both reviewers said unsupported, in different words: the binary value is agreed and
     # only the subtype waits.
     binary_agreed: str | None = None
+    rationale: str = ""  # of the claim's latest decision, to start the rationale box with
 
     @property
     def split(self):
         return split_fields(self.fields)
+
+    @property
+    def key(self) -> str:
+        """The claim's name in the form: its 0-based index, as FieldRow.item."""
+        return str(self.claim.ordinal)
 
 
 @dataclass
@@ -439,6 +450,9 @@ class AdjudicationScreen:
     note_a: str = ""
     note_b: str = ""
     audit: list = field(default_factory=list)
+    rationale: str = ""  # of the latest decision on the whole answer
+
+    key = "answer"  # the answer's name in the form, as FieldRow.item
 
     @property
     def answer_split(self):
@@ -556,6 +570,12 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         .select_related("decided_by", "claim")
         .order_by("-decided_at", "-pk")[:50]
     )
+    # Each item's latest rationale (the history is newest first) starts its rationale box.
+    latest_rationale: dict[int | None, str] = {}
+    for decision in history:
+        latest_rationale.setdefault(decision.claim_id, decision.rationale)
+    for row in claim_rows:
+        row.rationale = latest_rationale.get(row.claim.pk, "")
     label_rows = [ClaimRow(c, None, list(c.citations.all())) for c in claims.values()]
     answer_pair = answer_pairs[0]
     answer_fields = rows(answer_pair, "answer", answer_names)
@@ -573,6 +593,7 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         note_a=answer_pair.a.get("note") or "",
         note_b=answer_pair.b.get("note") or "",
         audit=task_audit(answer, {answer_pair.reviewer_a: "A", answer_pair.reviewer_b: "B"}),
+        rationale=latest_rationale.get(None, ""),
     )
 
 
@@ -810,6 +831,7 @@ def answers_for_boundaries(project: Project, only_proposed: bool):
 @dataclass
 class EditorSegment:
     text: str
+    start: int  # offset of the segment in the answer text (code points, as the claims' spans)
     number: int | None = None  # 1-based claim number when the segment is a claim
     pk: int | None = None
 
@@ -822,12 +844,14 @@ def boundary_editor(project: Project, answer: Answer, *, only_proposed: bool) ->
     position = 0
     for number, claim in enumerate(claims, start=1):
         if claim.start > position:
-            segments.append(EditorSegment(text[position : claim.start]))
+            segments.append(EditorSegment(text[position : claim.start], position))
             _add_gap(gaps, text, position, claim.start)
-        segments.append(EditorSegment(text[claim.start : claim.end], number=number, pk=claim.pk))
+        segments.append(
+            EditorSegment(text[claim.start : claim.end], claim.start, number=number, pk=claim.pk)
+        )
         position = max(position, claim.end)
     if position < len(text):
-        segments.append(EditorSegment(text[position:]))
+        segments.append(EditorSegment(text[position:], position))
         _add_gap(gaps, text, position, len(text))
     others = Answer.objects.filter(project=project)
     if only_proposed:

@@ -1,9 +1,13 @@
 from django.urls import path
 
-from annotate import lead_views, views
+from annotate import docs_views, lead_views, views
+from annotate.access import project_creators_only
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # the format docs, for signed-in users
+    path("docs/<slug:name>/", docs_views.doc, name="doc"),
+    path("docs/<str:filename>", docs_views.doc_file, name="doc_file"),
     # reviewer
     path("p/<slug:slug>/", views.project_page, name="project"),
     path("p/<slug:slug>/next/", views.take_next, name="take_next"),
@@ -20,7 +24,7 @@ urlpatterns = [
     path("p/<slug:slug>/tasks/<int:number>/skip/", views.skip, name="skip"),
     path("p/<slug:slug>/tasks/<int:number>/reopen/", views.reopen, name="reopen"),
     # lead
-    path("projects/new/", lead_views.project_new, name="project_new"),
+    path("projects/new/", project_creators_only(lead_views.project_new), name="project_new"),
     path("p/<slug:slug>/setup/", lead_views.project_setup, name="project_setup"),
     path("p/<slug:slug>/upload/", lead_views.project_upload, name="project_upload"),
     path("p/<slug:slug>/members/", lead_views.members, name="members"),

@@ -15,7 +15,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import exports, gold, selectors, services, task_status
-from annotate.forms import AnswerLabelForm, ClaimLabelForm, GoldExportForm, SkipForm
+from annotate.access import may_create_projects
+from annotate.forms import (
+    AnswerLabelForm,
+    ClaimLabelForm,
+    GoldExportForm,
+    QueueFilterForm,
+    SkipForm,
+)
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -24,6 +31,8 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.paging import paginate
+from annotate.report_cache import reports_of
 from annotate.services import ServiceError
 
 
@@ -65,7 +74,14 @@ def task_view(view=None, *, page: bool = True):
 
 @login_required
 def home(request):
-    return render(request, "annotate/home.html", {"projects": selectors.projects_for(request.user)})
+    return render(
+        request,
+        "annotate/home.html",
+        {
+            "projects": selectors.projects_for(request.user),
+            "may_create_projects": may_create_projects(request.user),
+        },
+    )
 
 
 @project_view()
@@ -412,30 +428,59 @@ def _refused(request, project, number, exc: ServiceError):
 # --- Adjudication (lead) -----------------------------------------------------------------------
 
 
+QUEUE_PAGE = 50
+
+
+@require_http_methods(["GET"])
 @project_view(Role.LEAD)
 def adjudication_queue(request, project, role):
-    queue = gold.adjudication_queue(project)
-    return render(
-        request,
-        "annotate/adjudication_queue.html",
-        {
-            "project": project,
-            "role": role,
-            "queue": queue,
-            "doubly_labelled": queue or selectors.doubly_labelled(project),
-        },
-    )
+    """The disagreements, most serious first, a page at a time, filtered by slice and field;
+    an htmx request gets the table alone."""
+    schema = project.schema
+    decidable = [f for f in gold.claim_fields(schema) if f not in gold.DERIVED]
+    decidable += list(gold.answer_fields(schema))
+    form = QueueFilterForm(request.GET, fields=[(f, selectors.field_word(f)) for f in decidable])
+    filters = form.filters()
+    key = ("adjudication-queue", filters["slice"], filters["field"])
+    queue = reports_of(project).get(key, lambda: gold.adjudication_queue(project, **filters))
+    pager = paginate(queue, request.GET, per_page=QUEUE_PAGE)
+    context = {
+        "project": project,
+        "role": role,
+        "form": form,
+        "filtered": any(filters.values()),
+        "pager": pager,
+        "rows": [
+            {
+                "item": item,
+                "fields": [selectors.field_word(f) for f in item.fields],
+                "question": item.answer.case.question,
+            }
+            for item in pager.items
+        ],
+        "doubly_labelled": bool(queue) or selectors.doubly_labelled(project),
+    }
+    if request.htmx and request.htmx.target == "queue":
+        return render(request, "annotate/adjudication_queue.html#queue", context)
+    return render(request, "annotate/adjudication_queue.html", context)
+
+
+class NoOtherValue(Exception):
+    """'other' was chosen for a field without choosing which value."""
 
 
 def _parse_choice(row, request) -> tuple[bool, object]:
-    """The gold value the lead chose for one field: (changed, value)."""
-    choice = request.POST.get(f"f-{row.key}", "keep")
+    """The gold value the lead chose for one field: (changed, value). Nothing chosen, or
+    'keep', changes nothing."""
+    choice = request.POST.get(f"f-{row.key}", "")
     if choice == "a":
         return True, row.a
     if choice == "b":
         return True, row.b
     if choice == "other":
         raw = request.POST.get(f"o-{row.key}", "")
+        if raw == "":
+            raise NoOtherValue(row)
         if row.name == "relevance":
             # Only ASCII digits: "²".isdigit() is true, and int("²") raises. Anything else
             # stays a string for the service to refuse with a message.
@@ -462,32 +507,21 @@ def adjudicate(request, project, role, number):
         raise Http404("Not found")
     error, status = None, 200
     if request.method == "POST":
-        decisions = _decisions(screen, request)
-        version = request.POST.get("version", "")
-        if not (version.isascii() and version.isdigit() and len(version) < 10):
-            error, status = STALE_FORM, 400
-        elif not decisions and screen.pending:
-            error, status = NOTHING_CHOSEN, 400
-        else:
-            try:
-                services.adjudicate(
-                    answer=screen.answer,
-                    lead=request.user,
-                    version=int(version),
-                    decisions=decisions,
-                    rationale=request.POST.get("rationale", ""),
-                )
-            except ServiceError as exc:
-                error, status = str(exc), 409 if isinstance(exc, services.Conflict) else 400
-                screen = selectors.adjudication_screen(project, number)
-            else:
-                messages.success(request, f"Task {number}: {len(decisions)} decision(s) saved.")
-                queue = gold.adjudication_queue(project)
-                queue = [d for d in queue if d.answer.task_number != number]
-                if queue:
-                    next_number = queue[0].answer.task_number
-                    return redirect("adjudicate", slug=project.slug, number=next_number)
-                return redirect("adjudication_queue", slug=project.slug)
+        error, status, saved = _save_decisions(request, screen)
+        if error is None:
+            messages.success(request, f"Task {number}: {saved} decision(s) saved.")
+            # After a decision the data version has moved: this computes the queue afresh
+            # and keeps it for the queue page the lead may open next.
+            queue = reports_of(project).get(
+                ("adjudication-queue", None, None), lambda: gold.adjudication_queue(project)
+            )
+            queue = [d for d in queue if d.answer.task_number != number]
+            if queue:
+                next_number = queue[0].answer.task_number
+                return redirect("adjudicate", slug=project.slug, number=next_number)
+            return redirect("adjudication_queue", slug=project.slug)
+        if saved is None:  # the service refused: show what is saved now
+            screen = selectors.adjudication_screen(project, number)
     return render(
         request,
         "annotate/adjudicate.html",
@@ -497,10 +531,44 @@ def adjudicate(request, project, role, number):
             "screen": screen,
             "error": error,
             "posted": _posted_choices(request) if error else {},
+            "posted_other": _posted_others(request) if error else {},
+            "rationales": _rationales(screen, request if error else None),
             "rationale": request.POST.get("rationale", "") if error else "",
         },
         status=status,
     )
+
+
+def _save_decisions(request, screen) -> tuple[str | None, int, int | None]:
+    """Parse the lead's choices and save them: (None, 302, decisions saved), or (what went
+    wrong, status, 0 when refused before the service, None when the service refused)."""
+    version = request.POST.get("version", "")
+    try:
+        decisions = _decisions(screen, request)
+    except NoOtherValue as exc:
+        return _no_other_value(exc.args[0]), 400, 0
+    if not (version.isascii() and version.isdigit() and len(version) < 10):
+        return STALE_FORM, 400, 0
+    if not decisions and screen.pending:
+        return NOTHING_CHOSEN, 400, 0
+    try:
+        services.adjudicate(
+            answer=screen.answer,
+            lead=request.user,
+            version=int(version),
+            decisions=decisions,
+            rationale=request.POST.get("rationale", ""),
+        )
+    except services.Conflict as exc:
+        return str(exc), 409, None
+    except ServiceError as exc:
+        return str(exc), 400, None
+    return None, 302, len(decisions)
+
+
+def _no_other_value(row) -> str:
+    where = "the whole answer" if row.item == "answer" else f"claim {int(row.item) + 1}"
+    return f"Choose the other value of {row.label} for {where}, or choose A or B."
 
 
 STALE_FORM = "This form is incomplete or out of date: reload the page and choose again."
@@ -511,7 +579,9 @@ NOTHING_CHOSEN = (
 
 
 def _decisions(screen, request) -> list[services.DecisionInput]:
-    """The lead's choices that change something: a pending field decided, or gold changed."""
+    """The lead's choices that change something: a pending field decided, or gold changed.
+    Each carries the rationale written for its claim (r-<claim index>) or for the whole
+    answer (r-answer); an empty one falls back to the save's shared rationale."""
     decisions = []
     rows = [
         *[(c.claim, f) for c in screen.claims for f in c.fields],
@@ -520,13 +590,36 @@ def _decisions(screen, request) -> list[services.DecisionInput]:
     for claim, row in rows:
         changed, value = _parse_choice(row, request)
         if changed and (row.source == gold.PENDING or value != row.gold):
-            decisions.append(services.DecisionInput(claim=claim, field=row.name, value=value))
+            rationale = request.POST.get(f"r-{row.item}", "")
+            decisions.append(
+                services.DecisionInput(
+                    claim=claim, field=row.name, value=value, rationale=rationale
+                )
+            )
     return decisions
 
 
 def _posted_choices(request) -> dict[str, str]:
     """The lead's radio choices, keyed like FieldRow.key, to re-check them after a conflict."""
     return {k[2:]: v for k, v in request.POST.items() if k.startswith("f-")}
+
+
+def _posted_others(request) -> dict[str, str]:
+    """The values chosen in the 'other' selects, keyed like FieldRow.key."""
+    return {k[2:]: v for k, v in request.POST.items() if k.startswith("o-")}
+
+
+def _rationales(screen, request=None) -> dict[str, str]:
+    """The rationale box of each item (a claim's index, or 'answer'): what the lead typed, when
+    a save was refused, else the rationale of the item's latest decision."""
+    out = {}
+    for item in [*screen.claims, screen]:
+        key = item.key
+        if request is not None:
+            out[key] = request.POST.get(f"r-{key}", "")
+        else:
+            out[key] = item.rationale
+    return out
 
 
 @require_http_methods(["GET"])

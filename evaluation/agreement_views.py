@@ -11,6 +11,9 @@ from django.shortcuts import render
 from annotate import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
+from evaluation import charts
+from evaluation.agreement import one_label_reason
+from evaluation.intervals import wilson_interval
 from jobs import reports as stored_reports
 
 FIELD_TITLES = {
@@ -67,21 +70,49 @@ def _rows(fields: dict) -> list[dict]:
             continue
         raw = stats["raw_agreement"]
         matches = None if raw is None else round(raw * stats["n"])
+        confusion = stats["confusion"]
         rows.append(
             {
                 "name": name,
                 "title": title,
                 **stats,
                 "matches": matches,
-                "heat": _heat(stats["confusion"]),
-                "columns": [(c, short_label(c)) for c in stats["confusion"]["labels"]],
+                "raw_ci95": wilson_interval(matches, stats["n"]) if matches is not None else None,
+                # A reviewer who used one label makes kappa 0 by formula, with a [0, 0]
+                # interval: the page says so instead of printing "0.00 [0.00, 0.00]".
+                "one_label": one_label_reason(confusion["labels"], confusion["matrix"]),
+                "heat": _heat(confusion),
+                "columns": [(c, short_label(c)) for c in confusion["labels"]],
             }
         )
     return rows
 
 
+def _kappa_chart(title: str, rows: list[dict]):
+    """Each field's kappa with its bootstrap interval on one axis; a field whose kappa cannot
+    be read (no item, a reviewer with one label) says why in its place."""
+    interval_rows = []
+    for row in rows:
+        readable = row["kappa"] is not None and not row["one_label"]
+        reason = row["one_label"] or row["kappa_undefined_reason"] or "undefined"
+        interval_rows.append(
+            charts.IntervalRow(
+                row["title"],
+                row["kappa"] if readable else None,
+                tuple(row["ci95"]) if readable and row["ci95"] else None,
+                row["n"],
+                undefined="" if readable else f"undefined — {reason}",
+            )
+        )
+    return charts.interval_chart(
+        title, interval_rows, low=charts.kappa_axis(interval_rows), reference=0.0
+    )
+
+
 @project_view(Role.LEAD)
 def agreement(request, project, role):
+    """The report (stored per state of the labels, jobs.reports), as a page or as its JSON
+    or CSV download."""
     stored = stored_reports.read(project=project, kind=stored_reports.Kind.AGREEMENT)
     if stored.pending:
         return stored_reports.pending_page(
@@ -97,11 +128,13 @@ def agreement(request, project, role):
         return _csv(project, report)
     everything = report["slices"]["all"]
     doubly = any(stats.get("n") for stats in everything.values() if isinstance(stats, dict))
-    slices = [  # none at all when nothing is doubly labelled: the page says so instead
-        {"name": name, "rows": _rows(fields), "evidence": fields.get("evidence")}
-        for name, fields in report["slices"].items()
-        if doubly
-    ]
+    slices = []  # none at all when nothing is doubly labelled: the page says so instead
+    for name, fields in report["slices"].items() if doubly else ():
+        rows = _rows(fields)
+        chart = _kappa_chart(f"Cohen's kappa with 95% intervals, slice {name}", rows)
+        slices.append(
+            {"name": name, "rows": rows, "evidence": fields.get("evidence"), "chart": chart}
+        )
     pairs = [{"reviewers": p["reviewers"], "rows": _rows(p)} for p in report["pairs"]]
     return render(
         request,

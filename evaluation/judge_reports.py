@@ -205,14 +205,29 @@ def item_url(
 ) -> str | None:
     """The page showing the item with gold and verdict; None where the judge pages are not
     mounted (the numbers must not depend on a URL configuration)."""
+    return _answer_urls(project.slug, run.pk)(answer_pk, ordinal)
+
+
+_SENTINEL = 987654321
+
+
+def _answer_urls(slug: str, run_pk: int):
+    """item_url for one run: the URL reversed once, the answer put in by hand -- a report
+    links every disagreement and failure, 100,000 of them at 10,000 answers, and reversing
+    each took seconds."""
     try:
-        url = reverse(
-            "judge_answer",
-            kwargs={"slug": project.slug, "run_pk": run.pk, "answer_pk": answer_pk},
+        template = reverse(
+            "judge_answer", kwargs={"slug": slug, "run_pk": run_pk, "answer_pk": _SENTINEL}
         )
     except NoReverseMatch:
-        return None
-    return f"{url}#claim-{ordinal}" if ordinal is not None else url
+        return lambda answer_pk, ordinal=None: None
+    head, tail = template.rsplit(str(_SENTINEL), 1)  # the answer is the URL's last number
+
+    def url(answer_pk: int, ordinal: int | None = None) -> str:
+        found = f"{head}{int(answer_pk)}{tail}"
+        return f"{found}#claim-{ordinal}" if ordinal is not None else found
+
+    return url
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -341,6 +356,9 @@ def calibration_report(
     else:
         report = judge_report(*_on_scale(scored, "three_way"), SUPPORT)
     human = _human_agreement(gold, split, n_boot=min(n_boot, 1000), seed=seed)
+    # The judge's kappa gets the interval the human ceiling has: a bootstrap over answers.
+    kappa_ci = _judge_kappa_ci(scored, scale, n_boot=min(n_boot, 1000), seed=seed)
+    binary_kappa_ci = _judge_kappa_ci(scored, "binary", n_boot=min(n_boot, 1000), seed=seed)
 
     target = [verdicts.claims[pk]["label"] for pk in sorted(chosen.target)]
     corrected = corrected_estimates(
@@ -357,6 +375,7 @@ def calibration_report(
         provisional_reason=chosen.provisional_reason,
     )
     n = rates.n
+    urls = _answer_urls(project.slug, run.pk)  # reversed once for every item's link
     disagreement_labels = (
         [(s.gold_binary, s.judge_binary) for s in scored]
         if scale == "binary"
@@ -380,6 +399,7 @@ def calibration_report(
         "accuracy": report.accuracy if report else None,
         "kappa": report.kappa if report else None,
         "kappa_undefined_reason": undefined or (report.kappa_undefined_reason if report else None),
+        "kappa_ci95": kappa_ci if report else None,
         "scale_n": report.n if report else 0,
         "human_kappa": human["kappa"],
         "human_agreement": human,
@@ -397,13 +417,14 @@ def calibration_report(
             "accuracy": binary.accuracy,
             "kappa": binary.kappa,
             "kappa_undefined_reason": binary.kappa_undefined_reason,
+            "kappa_ci95": binary_kappa_ci,
             "confusion": {
                 "labels": list(binary.labels),
                 "matrix": [list(row) for row in binary.matrix],
             },
         },
         "disagreements": [
-            _item(project, run, s.claim, gold=g, judge=j, pair=s.pair, verdict=s.verdict)
+            _item(project, run, s.claim, gold=g, judge=j, pair=s.pair, verdict=s.verdict, urls=urls)
             for s, (g, j) in zip(scored, disagreement_labels, strict=True)
             if g is not None and g != j
         ],
@@ -415,7 +436,7 @@ def calibration_report(
     }
 
 
-def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, **labels) -> dict:
+def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, urls=None, **labels) -> dict:
     row = {
         "answer_id": claim.answer.answer_id,
         "claim_index": claim.ordinal,
@@ -429,7 +450,8 @@ def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, **labels) 
     if verdict is not None:
         row["quote"] = verdict["quote"]
         row["quote_found"] = verdict["quote_found"]
-    row["url"] = item_url(project, run, claim.answer.pk, claim.ordinal)
+    urls = urls or _answer_urls(project.slug, run.pk)
+    row["url"] = urls(claim.answer.pk, claim.ordinal)
     return row
 
 
@@ -476,7 +498,33 @@ def _agreement_dict(result) -> dict:
         "kappa": result.kappa,
         "ci95": list(result.ci95) if result.ci95 else None,
         "kappa_undefined_reason": result.kappa_undefined_reason,
+        "confusion": {
+            "labels": list(result.labels),
+            "matrix": [list(row) for row in result.matrix],
+        },
     }
+
+
+def _judge_kappa_ci(
+    scored: list[Scored], scale: str, *, n_boot: int, seed: int
+) -> list[float] | None:
+    """The 95% interval of the judge's kappa against gold on a scale: a percentile bootstrap
+    over answers (a claim's verdicts are not independent of its answer's), as the reviewers'
+    kappa has; None where kappa is undefined."""
+    if scale == "binary":
+        items = [(s.gold_binary, s.judge_binary, s.claim.answer.pk) for s in scored]
+        labels = BINARY
+    else:
+        items = [(s.gold_support, s.judge, s.claim.answer.pk) for s in scored]
+        items = [item for item in items if item[0] in SUPPORT and item[1] in SUPPORT]
+        labels = SUPPORT
+    if not items:
+        return None
+    gold_labels, judge_labels, answers = zip(*items, strict=True)
+    result = field_agreement(
+        gold_labels, judge_labels, labels=labels, groups=answers, n_boot=n_boot, seed=seed
+    )
+    return list(result.ci95) if result.ci95 else None
 
 
 def _pass_rows(
@@ -632,6 +680,7 @@ def _run_summary(run: JudgeRun, gold: ProjectGold, verdicts: RunVerdicts) -> dic
 def _problems(project, run, gold: ProjectGold, verdicts: RunVerdicts) -> dict[str, list]:
     """Every verdict of the run that was not scored, or whose quote was not found."""
     out: dict[str, list] = {"malformed": [], "timeouts": [], "quotes_not_found": []}
+    urls = _answer_urls(project.slug, run.pk)
     for v in verdicts.all():
         answer = gold.answers[v["answer_id"]]
         claim = gold.claims.get(v["claim_id"]) if v["claim_id"] else None
@@ -641,7 +690,7 @@ def _problems(project, run, gold: ProjectGold, verdicts: RunVerdicts) -> dict[st
             "case_id": answer.case_id,
             "task_number": answer.task_number,
             "claim_index": claim.ordinal if claim else None,
-            "url": item_url(project, run, answer.pk, claim.ordinal if claim else None),
+            "url": urls(answer.pk, claim.ordinal if claim else None),
         }
         if v["status"] == MALFORMED:
             out["malformed"].append({**row, "problem": v["problem"], "raw": v["raw"]})

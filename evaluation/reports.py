@@ -401,6 +401,7 @@ def evaluate(
     stage_k = max(ks)
     schema = project.schema
     missing = data.not_available
+    memo: dict = {}  # each case's retrieval, computed once for all the slices it is in
     report_variants = {}
     for name in names:
         meta = data.variants[name]
@@ -418,7 +419,7 @@ def evaluate(
             "repeated_samples": any(n > 1 for n in samples.values()),
             "retrieval": None
             if "retrieval" in missing
-            else {s: _retrieval(_in_slice(answers, s), ks) for s in SLICES},
+            else {s: _retrieval(_in_slice(answers, s), ks, memo) for s in SLICES},
             "generation": {s: _generation(_in_slice(answers, s), schema) for s in SLICES},
             "stages": None
             if "stages" in missing
@@ -493,41 +494,58 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def per_case_retrieval(
-    answers: Iterable[AnswerData], k: int, ranking: str = "full"
+    answers: Iterable[AnswerData], k: int, ranking: str = "full", *, memo: dict | None = None
 ) -> tuple[dict[str, dict[str, float]], int, int]:
     """Each eligible case's retrieval scores at k, averaged over its samples; and the number
-    of cases that are not eligible and that recorded no ranking."""
+    of cases that are not eligible and that recorded no ranking. ``memo`` keeps each case's
+    result for a later call over the same answers (the slices of one report share cases)."""
     scores: dict[str, dict[str, float]] = {}
     not_eligible = no_ranking = 0
     for case_id, case_answers in _by_case(answers).items():
-        grades = case_answers[0].case.grades
-        ranked = [a for a in case_answers if a.ranking]
-        try:
-            # With no ranking at all, scoring an empty one still tells eligibility apart.
-            per_sample = [retrieval_scores(a.ranked(ranking), grades, k) for a in ranked] or [
-                retrieval_scores([], grades, k)
-            ]
-        except NotEligible:
+        key = (case_id, tuple(a.pk for a in case_answers), ranking, k)
+        outcome = memo.get(key) if memo is not None else None
+        if outcome is None:
+            outcome = _case_retrieval(case_answers, k, ranking)
+            if memo is not None:
+                memo[key] = outcome
+        if outcome == NOT_ELIGIBLE:
             not_eligible += 1
-            continue
-        if not ranked:
+        elif outcome == NO_RANKING:
             no_ranking += 1
-            continue
-        scores[case_id] = {
-            "recall": _mean([s.recall for s in per_sample]),
-            "precision": _mean([s.precision for s in per_sample]),
-            "mrr": _mean([s.reciprocal_rank for s in per_sample]),
-            "ndcg": _mean([s.ndcg for s in per_sample]),
-        }
+        else:
+            scores[case_id] = outcome
     return scores, not_eligible, no_ranking
 
 
-def _retrieval(answers: list[AnswerData], ks: Sequence[int]) -> dict:
+NOT_ELIGIBLE, NO_RANKING = "not eligible", "no ranking"
+
+
+def _case_retrieval(case_answers: list[AnswerData], k: int, ranking: str):
+    grades = case_answers[0].case.grades
+    ranked = [a for a in case_answers if a.ranking]
+    try:
+        # With no ranking at all, scoring an empty one still tells eligibility apart.
+        per_sample = [retrieval_scores(a.ranked(ranking), grades, k) for a in ranked] or [
+            retrieval_scores([], grades, k)
+        ]
+    except NotEligible:
+        return NOT_ELIGIBLE
+    if not ranked:
+        return NO_RANKING
+    return {
+        "recall": _mean([s.recall for s in per_sample]),
+        "precision": _mean([s.precision for s in per_sample]),
+        "mrr": _mean([s.reciprocal_rank for s in per_sample]),
+        "ndcg": _mean([s.ndcg for s in per_sample]),
+    }
+
+
+def _retrieval(answers: list[AnswerData], ks: Sequence[int], memo: dict | None = None) -> dict:
     block: dict[str, dict] = {}
     for ranking in RANKINGS:
         block[ranking] = {}
         for k in ks:
-            scores, not_eligible, no_ranking = per_case_retrieval(answers, k, ranking)
+            scores, not_eligible, no_ranking = per_case_retrieval(answers, k, ranking, memo=memo)
             row: dict[str, Any] = {
                 name: mean_over_eligible(s[name] for s in scores.values()).mean
                 for name in RETRIEVAL_METRICS

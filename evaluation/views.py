@@ -17,10 +17,15 @@ from django.views.decorators.http import require_GET
 
 from annotate import csvsafe
 from annotate.models import Role
+from annotate.paging import paginate
+from annotate.report_cache import reports_of
 from annotate.views import project_view
 from evaluation import charts
+from evaluation.intervals import bounded_mean_interval, wilson_interval
 from evaluation.reports import (
+    COMPARE_METRICS,
     STAGE_ROWS,
+    Column,
     Table,
     compare,
     comparison_tables,
@@ -31,7 +36,6 @@ from evaluation.reports import (
     text_value,
     variant_limits,
 )
-from jobs import reports as stored_reports
 
 DEFAULT_COMPARE_K = 5
 # Long, case-by-case tables start folded; their counts are in the tables above them.
@@ -51,7 +55,7 @@ SECTION_TABLES = {
     "generation": ("generation", "failure_labels"),
     "abstention": ("abstention",),
     "stages": ("stages", "diagnosis"),
-    "variants": ("variants", "comparison", "fusion", "transitions"),
+    "variants": ("variants", "comparison", "fusion", "transitions", "case_transitions"),
     "latency": ("latency",),
 }
 
@@ -117,26 +121,36 @@ def parse_params(get, variant_names: list[str]) -> Params:
 @require_GET
 @project_view(Role.LEAD)
 def report(request, project, role):
-    data = load(project)
-    stored = stored_reports.current(
-        project=project,
-        kind=stored_reports.Kind.EVALUATION,
-        compute=lambda: evaluate(project, data=data),
-    )
-    result = stored.result
+    """The report: charts and aggregate tables first, then the per-case tables a page at a
+    time (filterable; an htmx request for one of them gets that table alone). Every table's
+    CSV is the full table. The computed report is kept per data version (annotate.report_cache):
+    only the first view after a change computes it."""
+    reports = reports_of(project)
+    data, result = reports.get("evaluation", lambda: _evaluate(project))
     names = list(result["variants"])
     params = parse_params(request.GET, names)
     comparison = None
     if params.a and params.b and params.a != params.b:
-        comparison = compare(project, params.a, params.b, k=params.k, data=data)
+        comparison = reports.get(
+            ("compare", params.a, params.b, params.k),
+            lambda: compare(project, params.a, params.b, k=params.k, data=data),
+        )
     limits = variant_limits(
         result,
         latency_budget_ms=params.latency_budget,
         unsupported_limit=params.unsupported_limit,
     )
-    tables = {**report_tables(result), "variants": limits_table(result, limits)}
+    tables = {
+        **reports.get("evaluation-tables", lambda: report_tables(result)),
+        "variants": limits_table(result, limits),
+    }
     if comparison is not None:
-        tables.update(comparison_tables(comparison))
+        tables.update(
+            reports.get(
+                ("comparison-tables", params.a, params.b, params.k),
+                lambda: {**comparison_tables(comparison), **case_transitions(comparison)},
+            )
+        )
 
     if request.GET.get("format") == "csv":
         table = tables.get(request.GET.get("table", ""))
@@ -144,13 +158,18 @@ def report(request, project, role):
             raise Http404("No such table.")
         return _csv_response(project.slug, table)
 
-    answer_pks = {a.answer_id: a.pk for a in data.answers}
+    answer_pks = reports.get("answer-pks", lambda: {a.answer_id: a.pk for a in data.answers})
+    shown = TableContext(request, project.slug, answer_pks, names)
+    target = request.htmx.target if request.htmx else None
+    if target in PAGED_TARGETS and PAGED_TARGETS[target] in tables:
+        table = shown.html(tables[PAGED_TARGETS[target]])
+        return render(request, "evaluation/report.html#data-table", {"table": table})
     sections = [
         {
             "id": section,
             "title": title,
             "tables": [
-                _html_table(tables[name], request, project.slug, answer_pks)
+                shown.html(tables[name])
                 for name in SECTION_TABLES[section]
                 if name in tables and section not in result["not_available"]
             ],
@@ -163,7 +182,7 @@ def report(request, project, role):
         "report": result,
         "variants": list(result["variants"].values()),
         "sections": sections,
-        "charts": _charts(result, data, params.k),
+        "charts": reports.get(("charts", params.k), lambda: _charts(result, data, params.k)),
         "params": params,
         "comparison": comparison,
         "limits": limits,
@@ -171,9 +190,13 @@ def report(request, project, role):
         "meeting": [row["variant"] for row in limits if row["meets_both"]],
         "variant_names": names,
         "has_labels": any(a.labelled for a in data.answers),
-        "stored": stored,
     }
     return render(request, "evaluation/report.html", context)
+
+
+def _evaluate(project):
+    data = load(project)
+    return data, evaluate(project, data=data)
 
 
 def _csv_response(slug: str, table: Table) -> StreamingHttpResponse:
@@ -195,40 +218,210 @@ def _answer_url(slug: str, pk: int | None) -> str | None:
         return None
 
 
-def _html_table(table: Table, request, slug: str, answer_pks: dict[str, int]) -> dict:
-    query = request.GET.copy()
-    query["format"] = "csv"
-    query["table"] = table.name
-    groups = []
-    for group, columns, rows in table.groups():
-        body = []
-        for row in rows:
-            cells = []
-            for value, column in zip(row, columns, strict=True):
-                cell = {
-                    "text": text_value(value, column.kind),
-                    "num": column.kind in NUMERIC,
-                    "undefined": value is None and column.kind in NUMERIC - {"int"},
-                }
-                if column.kind == "answer_ids" and value:
-                    cell["links"] = [(v, _answer_url(slug, answer_pks.get(v))) for v in value]
-                elif column.kind == "answer_id":
-                    cell["links"] = [(value, _answer_url(slug, answer_pks.get(value)))]
-                cells.append(cell)
-            body.append(cells)
-        header = [{"label": c.label, "num": c.kind in NUMERIC} for c in columns]
-        groups.append({"name": group, "columns": header, "rows": body})
+# --- Tables for people: aggregates in full, per-case rows a page at a time ---------------------
+
+PER_PAGE = 50
+# A cell listing cases or answers shows this many; the rest are a link to the per-case table
+# filtered to them (and in the CSV).
+ID_PREVIEW = 5
+# htmx target id -> the per-case table it shows
+PAGED_TARGETS = {"table-diagnosis": "diagnosis", "table-case_transitions": "case_transitions"}
+DIAGNOSIS_SLICES = {
+    "answerable": lambda row: True,  # every diagnosed answer is of an answerable case
+    "adversarial": lambda row: bool(row["adversarial"]),
+    "dev": lambda row: row["split"] == "dev",
+    "heldout": lambda row: row["split"] == "heldout",
+}
+TRANSITIONS = ("fixed", "broken", "unchanged_pass", "unchanged_fail", "only_a", "only_b")
+
+
+def case_transitions(comparison: dict) -> dict[str, Table]:
+    """The transitions case by case, one row per metric, transition and case: the per-case
+    table the page pages through (the summary table lists them by transition)."""
+    rows = [
+        {"metric": metric, "transition": kind, "case_id": case_id}
+        for metric, m in comparison["metrics"].items()
+        for kind, ids in m["transitions"].items()
+        for case_id in ids
+    ]
+    a, b = comparison["a"], comparison["b"]
+    columns = [
+        Column("metric", "Metric"),
+        Column("transition", "Transition"),
+        Column("case_id", "Case"),
+    ]
     return {
-        "name": table.name,
-        "title": table.title,
-        "groups": groups,
-        "csv": f"?{query.urlencode()}",
-        "empty": not table.rows,
-        "collapsed": table.name in COLLAPSED,
+        "case_transitions": Table(
+            "case_transitions", f"Transitions {a} → {b}, one case a row", columns, rows
+        )
     }
 
 
+@dataclass
+class Filter:
+    param: str
+    label: str
+    choices: list[tuple[str, str]]  # (value, as shown)
+    keep: object  # (row, value) -> bool
+
+
+class TableContext:
+    """Turns report tables into what the template shows, for one request."""
+
+    def __init__(self, request, slug: str, answer_pks: dict[str, int], variants: list[str]):
+        self.request = request
+        self.slug = slug
+        self.answer_pks = answer_pks
+        self.filters = {
+            "diagnosis": [
+                Filter("dv", "Variant", [(v, v) for v in variants], _equals("variant")),
+                Filter("ds", "Stage", [(s, s) for s in STAGE_ROWS], _equals("stage")),
+                Filter(
+                    "dslice",
+                    "Slice",
+                    [(s, s) for s in DIAGNOSIS_SLICES],
+                    lambda row, value: DIAGNOSIS_SLICES[value](row),
+                ),
+            ],
+            "case_transitions": [
+                Filter("tm", "Metric", [(m, m) for m in COMPARE_METRICS], _equals("metric")),
+                Filter("tt", "Transition", [(t, t) for t in TRANSITIONS], _equals("transition")),
+            ],
+        }
+        self.page_params = {"diagnosis": "dpage", "case_transitions": "tpage"}
+
+    def url(self, anchor: str, **changes: str) -> str:
+        """This page's URL with some query parameters changed (the pages reset)."""
+        query = self.request.GET.copy()
+        for name in ("dpage", "tpage", "format", "table"):
+            query.pop(name, None)
+        for name, value in changes.items():
+            query[name] = value
+        return f"?{query.urlencode()}#{anchor}"
+
+    def more_link(self, table: Table, row: dict, group: str | None, hidden: int):
+        """Where the ids a cell leaves out are listed: the per-case table, filtered."""
+        if table.name == "stages":
+            url = self.url(
+                "table-diagnosis", dv=row["variant"], ds=row["stage"], dslice=group or ""
+            )
+        elif table.name == "transitions":
+            url = self.url("table-case_transitions", tm=row["metric"], tt=row["transition"])
+        else:
+            return {"count": hidden, "url": None}
+        return {"count": hidden, "url": url}
+
+    def html(self, table: Table) -> dict:
+        filters = self.filters.get(table.name)
+        if filters is None:
+            return self._html(table)
+        get = self.request.GET
+        chosen = {
+            f.param: get.get(f.param, "")
+            for f in filters
+            if get.get(f.param, "") in {value for value, _ in f.choices}
+        }
+        rows = [
+            row
+            for row in table.rows
+            if all(f.keep(row, chosen[f.param]) for f in filters if chosen.get(f.param))
+        ]
+        anchor = f"#table-{table.name}"
+        pager = paginate(
+            rows, get, per_page=PER_PAGE, param=self.page_params[table.name], anchor=anchor
+        )
+        shown = self._html(Table(table.name, table.title, table.columns, pager.items))
+        keep = [
+            (name, value)
+            for name, value in get.items()
+            if name not in {f.param for f in filters}
+            and name not in ("format", "table", self.page_params[table.name])
+        ]
+        shown.update(
+            paged=True,
+            pager=pager,
+            total=len(table.rows),
+            filters=[
+                {
+                    "param": f.param,
+                    "label": f.label,
+                    "choices": f.choices,
+                    "chosen": chosen.get(f.param, ""),
+                }
+                for f in filters
+            ],
+            keep=keep,
+            filtered=bool(chosen),
+            clear_url=self.url(f"table-{table.name}"),
+            empty=not rows,
+        )
+        return shown
+
+    def _html(self, table: Table) -> dict:
+        query = self.request.GET.copy()
+        for name in ("dpage", "tpage"):
+            query.pop(name, None)
+        query["format"] = "csv"
+        query["table"] = table.name
+        groups = []
+        for group, columns, rows, originals in _groups(table):
+            body = []
+            for row, original in zip(rows, originals, strict=True):
+                cells = []
+                for value, column in zip(row, columns, strict=True):
+                    cells.append(self._cell(table, original, group, value, column))
+                body.append(cells)
+            header = [{"label": c.label, "num": c.kind in NUMERIC} for c in columns]
+            groups.append({"name": group, "columns": header, "rows": body})
+        return {
+            "name": table.name,
+            "title": table.title,
+            "groups": groups,
+            "csv": f"?{query.urlencode()}",
+            "empty": not table.rows,
+            "collapsed": table.name in COLLAPSED,
+            "rows": len(table.rows),
+        }
+
+    def _cell(self, table: Table, row: dict, group, value, column) -> dict:
+        cell = {
+            "text": text_value(value, column.kind),
+            "num": column.kind in NUMERIC,
+            "undefined": value is None and column.kind in NUMERIC - {"int"},
+        }
+        if column.kind in ("ids", "answer_ids") and value and len(value) > ID_PREVIEW:
+            cell["more"] = self.more_link(table, row, group, len(value) - ID_PREVIEW)
+            value = value[:ID_PREVIEW]
+            cell["text"] = text_value(value, column.kind)
+        if column.kind == "answer_ids" and value:
+            cell["links"] = [(v, _answer_url(self.slug, self.answer_pks.get(v))) for v in value]
+        elif column.kind == "answer_id":
+            cell["links"] = [(value, _answer_url(self.slug, self.answer_pks.get(value)))]
+        return cell
+
+
+def _equals(key: str):
+    return lambda row, value: str(row.get(key)) == value
+
+
+def _groups(table: Table):
+    """Table.groups, with each shown row's report row beside it (for links)."""
+    columns = [c for c in table.columns if c.for_people and c.key != table.group_by]
+    grouped: dict[str | None, tuple[list, list]] = {}
+    for row in table.rows:
+        key = row[table.group_by] if table.group_by else None
+        shown, originals = grouped.setdefault(key, ([], []))
+        shown.append([row.get(c.key) for c in columns])
+        originals.append(row)
+    if not grouped:
+        return [(None, columns, [], [])]
+    return [(key, columns, shown, originals) for key, (shown, originals) in grouped.items()]
+
+
 def _charts(report: dict, data, k: int) -> dict:
+    """The report's small multiples, slice "all". Every bar carries its 95% interval: Wilson
+    for the rates (counts out of n), the conservative bounded-mean interval for the retrieval
+    means and mean relevance (evaluation.intervals)."""
     variants = list(report["variants"].items())
     colours = {name: charts.variant_colour(i) for i, (name, _) in enumerate(variants)}
     ks = report["ks"]
@@ -238,16 +431,22 @@ def _charts(report: dict, data, k: int) -> dict:
         bars = []
         for name, v in variants:
             row = v["retrieval"]["all"][ranking][chart_k]
-            bars.append(charts.Bar(name, row[metric], row["eligible"], colours[name]))
+            ci = bounded_mean_interval(row[metric], row["eligible"])
+            bars.append(charts.Bar(name, row[metric], row["eligible"], colours[name], ci))
         return charts.bar_chart(f"{label}@{chart_k} · {ranking.replace('_', '-')}", bars)
 
     def generation(title: str, get, *, needs: str | None = None, max_value=1.0):
+        """``get`` gives (value, successes, n) of one variant; successes None: a mean."""
         if needs is not None and any(needs not in v["generation"]["all"] for _, v in variants):
             return None  # a field the project does not label has no chart
         bars = []
         for name, v in variants:
-            value, n = get(v["generation"]["all"])
-            bars.append(charts.Bar(name, value, n, colours[name]))
+            value, successes, n = get(v["generation"]["all"])
+            if successes is None:
+                ci = bounded_mean_interval(value, n, high=max_value)
+            else:
+                ci = wilson_interval(successes, n) if value is not None else None
+            bars.append(charts.Bar(name, value, n, colours[name], ci))
         return charts.bar_chart(title, bars, max_value=max_value)
 
     all_ms = [a.elapsed_ms for a in data.answers if a.elapsed_ms is not None]
@@ -291,28 +490,41 @@ def _charts(report: dict, data, k: int) -> dict:
             for chart in [
                 generation(
                     "Claim faithfulness",
-                    lambda g: (g["faithfulness"]["rate"], g["faithfulness"]["n"]),
+                    lambda g: (
+                        g["faithfulness"]["rate"],
+                        g["faithfulness"]["supported"],
+                        g["faithfulness"]["n"],
+                    ),
                 ),
                 generation(
                     "Citation precision",
-                    lambda g: (g["citation_precision"]["rate"], g["citation_precision"]["links"]),
+                    lambda g: (
+                        g["citation_precision"]["rate"],
+                        g["citation_precision"]["supports"],
+                        g["citation_precision"]["links"],
+                    ),
                     needs="citation_precision",
                 ),
                 generation(
                     "Citation coverage",
                     lambda g: (
                         g["citation_coverage"]["rate"],
+                        g["citation_coverage"]["covered"],
                         g["citation_coverage"]["requiring_evidence"],
                     ),
                     needs="citation_coverage",
                 ),
                 generation(
                     "Unsupported answers (share)",
-                    lambda g: (g["unsupported_answers"]["rate"], g["unsupported_answers"]["n"]),
+                    lambda g: (
+                        g["unsupported_answers"]["rate"],
+                        g["unsupported_answers"]["unsupported"],
+                        g["unsupported_answers"]["n"],
+                    ),
                 ),
                 generation(
                     "Relevance (mean, 0–2)",
-                    lambda g: (g["relevance"]["mean"], g["relevance"]["n"]),
+                    lambda g: (g["relevance"]["mean"], None, g["relevance"]["n"]),
                     needs="relevance",
                     max_value=2.0,
                 ),
@@ -322,16 +534,25 @@ def _charts(report: dict, data, k: int) -> dict:
         "abstention": [
             generation(
                 "Unanswerable: abstained",
-                lambda g: (g["abstention"]["abstention_rate"], g["abstention"]["unanswerable"]),
+                lambda g: (
+                    g["abstention"]["abstention_rate"],
+                    g["abstention"]["abstained"],
+                    g["abstention"]["unanswerable"],
+                ),
             ),
             generation(
                 "Unanswerable: unsupported",
-                lambda g: (g["abstention"]["unsupported_rate"], g["abstention"]["unanswerable"]),
+                lambda g: (
+                    g["abstention"]["unsupported_rate"],
+                    g["abstention"]["unsupported"],
+                    g["abstention"]["unanswerable"],
+                ),
             ),
             generation(
                 "Answerable: false abstention",
                 lambda g: (
                     g["abstention"]["false_abstention_rate"],
+                    g["abstention"]["false_abstentions"],
                     g["abstention"]["answerable"],
                 ),
             ),

@@ -2,13 +2,16 @@
 
 The agreement report, a judge run's calibration and the evaluation metrics of a large project
 take seconds each. They depend only on the project's data, labels and decisions, so each is
-stored with a cheap fingerprint of those (a few aggregate queries: counts, latest times and
-revisions, as annotate.exports.gold_fingerprint) and of the code that computes it. A view reads
-the stored result:
+stored in the database with the project's data version (annotate.report_cache, two queries)
+and a digest of the code that computes it. A view reads the stored result:
 - fingerprint unchanged: it is current, say when it was computed;
 - labels changed since: show it, say so, and ask a worker to recompute (once per new state);
 - nothing stored yet: compute it in the request when the project is small (or tasks run
   in-process), else ask a worker and show a page that reloads itself until it is there.
+
+annotate.report_cache keeps, under the same data version, what a page computes from the data
+itself (the evaluation page's per-case tables and charts, the adjudication queue): in each
+process's memory, because it is Python objects, and always current.
 """
 
 from __future__ import annotations
@@ -22,19 +25,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotate.models import (
-    Answer,
-    AnswerCorrection,
-    Assignment,
-    Case,
-    Claim,
-    Decision,
-    Judgment,
     Project,
 )
+from annotate.report_cache import data_version
 from jobs import framework
 from jobs.models import StoredReport
 
@@ -56,43 +53,11 @@ CODE_VERSION = _code_version()
 
 
 def fingerprint(project: Project, kind: str, key: str = "") -> str:
-    """Everything the reports read, summarised in one query: any submitted label or revision,
-    decision, claim edit, import, judgment or correction changes it."""
-    encoded = json.dumps(
-        [CODE_VERSION, kind, key, project.label_schema, _state(project)], default=str
-    )
+    """The report's kind and key, the statistics code, and the project's data version
+    (annotate.report_cache.data_version: any submitted label or revision, decision, claim edit,
+    import, judgment or correction changes it)."""
+    encoded = json.dumps([CODE_VERSION, kind, key, data_version(project)])
     return hashlib.sha256(encoded.encode()).hexdigest()[:32]
-
-
-def _state(project: Project) -> list:
-    tables = {
-        "assignment": Assignment._meta.db_table,
-        "decision": Decision._meta.db_table,
-        "answer": Answer._meta.db_table,
-        "claim": Claim._meta.db_table,
-        "case": Case._meta.db_table,
-        "judgment": Judgment._meta.db_table,
-        "correction": AnswerCorrection._meta.db_table,
-    }
-    answers = 'SELECT id FROM "{answer}" WHERE project_id = %(p)s'.format(**tables)
-    parts = [
-        'SELECT count(*) FROM "{assignment}" WHERE project_id = %(p)s AND status = %(s)s',
-        'SELECT max(submitted_at) FROM "{assignment}" WHERE project_id = %(p)s',
-        'SELECT sum(revision) FROM "{assignment}" WHERE project_id = %(p)s',
-        'SELECT count(*) FROM "{decision}" WHERE answer_id IN (' + answers + ")",
-        'SELECT max(decided_at) FROM "{decision}" WHERE answer_id IN (' + answers + ")",
-        'SELECT count(*) FROM "{answer}" WHERE project_id = %(p)s',
-        'SELECT max(id) FROM "{answer}" WHERE project_id = %(p)s',
-        'SELECT count(*) FROM "{claim}" WHERE answer_id IN (' + answers + ")",
-        'SELECT max(id) FROM "{claim}" WHERE answer_id IN (' + answers + ")",
-        'SELECT count(*) FROM "{judgment}" WHERE case_id IN '
-        '(SELECT id FROM "{case}" WHERE project_id = %(p)s)',
-        'SELECT max(id) FROM "{correction}" WHERE answer_id IN (' + answers + ")",
-    ]
-    sql = "SELECT " + ", ".join(f"({part.format(**tables)})" for part in parts)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {"p": project.pk, "s": Assignment.Status.SUBMITTED})
-        return list(cursor.fetchone())
 
 
 def _agreement(project: Project, key: str) -> dict:

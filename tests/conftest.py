@@ -194,3 +194,23 @@ def shared_queue_start(monkeypatch):
     from annotate.services import queue
 
     monkeypatch.setattr(queue, "reviewer_offset", lambda project, reviewer: 0.0)
+
+
+def may_create_projects(*users):
+    """Give people the permission to create projects (staff and such users may; others get
+    403): for tests that create projects through the page or the API."""
+    from annotate.services import allow_creating_projects
+
+    for user in users:
+        allow_creating_projects(user=user)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_report_cache():
+    """Reports are kept per process by data version (annotate.report_cache); each test starts
+    with none kept, so no test reads another's."""
+    from annotate import report_cache
+
+    report_cache.clear()
+    yield
+    report_cache.clear()

@@ -17,7 +17,7 @@ from django.urls import URLResolver, get_resolver
 
 from annotate.models import Membership
 from tests.api import API, JSONL, token_client
-from tests.conftest import FIXTURES, PASSWORD
+from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
 MISSING = "no-such-project"
 METHODS = ("get", "head", "options", "post", "put", "patch", "delete")
@@ -137,6 +137,7 @@ def test_the_api_adds_a_member_alike_whether_the_account_existed(team, lead, out
 
 
 def test_a_slug_in_use_is_refused_saying_only_that(client, team, outsider):
+    may_create_projects(outsider)  # the others get 403 whatever the slug
     client.login(username=outsider.username, password=PASSWORD)
     with open(FIXTURES / "small.jsonl", "rb") as bundle:
         response = client.post("/projects/new/", {"slug": team.slug, "file": bundle})

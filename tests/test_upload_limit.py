@@ -10,7 +10,7 @@ from django.test import Client
 
 from annotate.models import Project
 from tests.api import API, JSONL, finished_job, token_client
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, may_create_projects
 
 MB = 1024 * 1024
 LIMITED = "uploads are limited to 1 MB"
@@ -32,6 +32,7 @@ def upload(megabytes: float) -> SimpleUploadedFile:
 
 @pytest.fixture
 def browser(team, lead) -> Client:
+    may_create_projects(lead)
     client = Client()
     client.login(username=lead.username, password=PASSWORD)
     return client

@@ -584,6 +584,14 @@ class DecisionInputSerializer(serializers.Serializer):
     )
     field = serializers.ChoiceField(choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS])
     value = serializers.JSONField(help_text="The gold value for the field.")
+    rationale = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_NOTE,
+        default="",
+        help_text="Why, for this decision's claim (or the answer); exported with its gold "
+        "label. Empty: the request's `rationale` applies.",
+    )
 
     def validate(self, data):
         allowed = gold_fields.ANSWER_FIELDS if data["claim"] is None else gold_fields.CLAIM_FIELDS
@@ -597,11 +605,19 @@ class DecisionInputSerializer(serializers.Serializer):
 
 class AdjudicateSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=0)
-    rationale = serializers.CharField(allow_blank=True, max_length=MAX_NOTE)
+    rationale = serializers.CharField(
+        allow_blank=True,
+        max_length=MAX_NOTE,
+        required=False,
+        default="",
+        help_text="The rationale of every decision that brings none of its own.",
+    )
     decisions = DecisionInputSerializer(many=True, max_length=500)
 
     def validate(self, data):
-        if data["decisions"] and not data["rationale"].strip():
+        if not data["rationale"].strip() and any(
+            not d["rationale"].strip() for d in data["decisions"]
+        ):
             raise serializers.ValidationError(
                 {"rationale": "Write a rationale: it is exported with the gold label."}
             )

@@ -20,7 +20,6 @@ from typing import Any
 from django.conf import settings
 from django.core import signals
 from django.core.files import File
-from django.db.models import Q
 from django.http import StreamingHttpResponse
 from django.utils.log import log_response
 from drf_spectacular.types import OpenApiTypes
@@ -28,7 +27,13 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from knox.auth import TokenAuthentication
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import APIException, NotFound, ParseError, ValidationError
+from rest_framework.exceptions import (
+    APIException,
+    NotFound,
+    ParseError,
+    PermissionDenied,
+    ValidationError,
+)
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
@@ -42,7 +47,8 @@ from annotate import exports, gold, safe_json, selectors, services, uploads
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
-from annotate.models import Answer, Assignment, Membership, Project, Role
+from annotate.models import Assignment, Membership, Project, Role
+from annotate.report_cache import reports_of
 from annotate.services import ServiceError
 from jobs import services as jobs
 from jobs.models import Job
@@ -363,7 +369,10 @@ class ProjectList(ListView, APIView):
         "imported as the answers of `variant`. The file is stored and imported by a worker: "
         "the answer is 202 with the job to poll (`url`, and the Location header). The import "
         "is all or nothing: a refused file ends the job `failed` with every problem by line (a "
-        "CSV's by row) in `errors`; a slug you may not use is refused at once with 400.",
+        "CSV's by row) in `errors`; a slug you may not use is refused at once with 400. "
+        "Creating a project is for staff and users with the `annotate.add_project` "
+        "permission (403 for others, unless `CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS` is on); "
+        "re-importing into a project you lead needs no permission.",
         request={
             "multipart/form-data": s.ProjectCreateSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -382,6 +391,8 @@ class ProjectList(ListView, APIView):
             upload, _ = upload_file(request)
         try:
             services.check_new_slug(slug=data["slug"], user=request.user, reimport=True)
+        except services.NotAllowed as exc:
+            raise PermissionDenied(str(exc)) from exc
         except ServiceError as exc:
             raise ValidationError({"slug": [str(exc)]}) from exc
         ragas = data.get("format") == "ragas"
@@ -861,22 +872,11 @@ class AdjudicationQueue(ListView, LeadView):
 
     def get_queryset(self):
         filters = query(s.QueueFilterSerializer, self.request)
-        queue = gold.adjudication_queue(self.project)
-        if "field" in filters:
-            queue = [d for d in queue if filters["field"] in d.fields]
-        if "slice" in filters:
-            wanted = {
-                "answerable": Q(case__answerable=True),
-                "unanswerable": Q(case__answerable=False),
-                "adversarial": Q(case__adversarial=True),
-            }[filters["slice"]]
-            keep = set(
-                Answer.objects.filter(wanted, pk__in=[d.answer.pk for d in queue]).values_list(
-                    "pk", flat=True
-                )
-            )
-            queue = [d for d in queue if d.answer.pk in keep]
-        return queue
+        chosen = {"slice": filters.get("slice"), "field": filters.get("field")}
+        key = ("adjudication-queue", chosen["slice"], chosen["field"])
+        return reports_of(self.project).get(
+            key, lambda: gold.adjudication_queue(self.project, **chosen)
+        )
 
     @extend_schema(
         tags=["adjudication"],
@@ -944,7 +944,12 @@ class Adjudication(LeadView):
                 raise ValidationError({f"decisions.{i}.claim": ["No such claim in this task."]})
             claim = None if item["claim"] is None else claims[item["claim"]]
             decisions.append(
-                services.DecisionInput(claim=claim, field=item["field"], value=item["value"])
+                services.DecisionInput(
+                    claim=claim,
+                    field=item["field"],
+                    value=item["value"],
+                    rationale=item["rationale"],
+                )
             )
         try:
             services.adjudicate(

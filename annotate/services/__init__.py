@@ -7,7 +7,8 @@ One module per capability:
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
   change_member_role, remove_member)
-- projects: a project's settings (update_guidelines, set_label_schema)
+- projects: a project's settings (update_guidelines, set_label_schema), and who may create
+  projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - label_import: labels made elsewhere (import_labels)
@@ -22,7 +23,7 @@ from annotate.services.adjudication import (
     adjudicate,
     start_adjudication,
 )
-from annotate.services.base import ServiceError
+from annotate.services.base import NotAllowed, ServiceError
 from annotate.services.imports import (
     SLUG_TAKEN,
     DeletionsNotConfirmed,
@@ -62,7 +63,11 @@ from annotate.services.members import (
 )
 from annotate.services.opening import open_labelling, spread_order
 from annotate.services.preferences import set_preferences
-from annotate.services.projects import set_label_schema, update_guidelines
+from annotate.services.projects import (
+    allow_creating_projects,
+    set_label_schema,
+    update_guidelines,
+)
 from annotate.services.queue import next_task, release_abandoned, release_task
 from annotate.services.ragas import RagasImportResult, import_ragas, import_ragas_new_project
 
@@ -80,6 +85,7 @@ __all__ = [
     "StillUndoable",
     "MemberError",
     "MembersImportResult",
+    "NotAllowed",
     "RagasImportResult",
     "ServiceError",
     "add_member",
@@ -87,6 +93,7 @@ __all__ = [
     "adjudicate",
     "adjudication_started",
     "can_reopen",
+    "allow_creating_projects",
     "change_member_role",
     "check_new_slug",
     "check_answer_label",

@@ -58,6 +58,9 @@ class DecisionInput:
     claim: Claim | None  # None: a field of the answer as a whole
     field: str
     value: object
+    # Why, for this item (a claim, or the answer): exported with the gold label of the field.
+    # Empty: the save's shared rationale applies.
+    rationale: str = ""
 
 
 def _check_decision_value(
@@ -229,9 +232,18 @@ def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
 
 @transaction.atomic
 def adjudicate(
-    *, answer: Answer, lead, version: int, decisions: list[DecisionInput], rationale: str
+    *,
+    answer: Answer,
+    lead,
+    version: int,
+    decisions: list[DecisionInput],
+    rationale: str = "",
 ) -> AdjudicationLock:
     """Record a lead's gold values for some fields of one answer and its claims.
+
+    Each decision is stored with its own rationale -- the one written for its claim (or for
+    the answer) -- or, when it has none, the save's shared `rationale`; a decision left with
+    neither is refused, since the rationale is exported with the gold label.
 
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
@@ -251,15 +263,20 @@ def adjudicate(
     problems += _decision_problems(answer, left)
     if problems:
         raise ServiceError(" ".join(problems))
-    if decisions and not rationale.strip():
-        raise ServiceError("Write a rationale: it is exported with the gold label.")
+    unexplained = sorted(
+        {_item_name(d.claim) for d in decisions if not (d.rationale.strip() or rationale.strip())}
+    )
+    if unexplained:
+        raise ServiceError(
+            f"Write a rationale for {', '.join(unexplained)}: it is exported with the gold label."
+        )
     Decision.objects.bulk_create(
         Decision(
             answer=answer,
             claim=d.claim,
             field=d.field,
             value=d.value,
-            rationale=rationale.strip(),
+            rationale=(d.rationale.strip() or rationale.strip()),
             decided_by=lead,
         )
         for d in decisions
@@ -267,6 +284,10 @@ def adjudicate(
     lock.version += 1
     lock.save(update_fields=["version"])
     return lock
+
+
+def _item_name(claim: Claim | None) -> str:
+    return "the whole answer" if claim is None else f"claim {claim.ordinal + 1}"
 
 
 def _decision_problems(answer: Answer, decisions: list[DecisionInput]) -> list[str]:

@@ -5,3 +5,7 @@ from __future__ import annotations
 
 class ServiceError(Exception):
     """A request the domain refuses, with a message a person can act on."""
+
+
+class NotAllowed(ServiceError):
+    """The person may not do this at all (not: this request is wrong)."""

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Count, Prefetch
 
 from annotate import bulk, safe_json
+from annotate.access import may_create_projects
 from annotate.bundles import (
     AnswerRecord,
     Bundle,
@@ -39,7 +40,7 @@ from annotate.models import (
     Variant,
 )
 from annotate.schema import LabelSchema
-from annotate.services.base import ServiceError
+from annotate.services.base import NotAllowed, ServiceError
 from annotate.services.members import add_member
 from annotate.services.opening import queue_keys, renumber_for_late_answers
 
@@ -818,6 +819,7 @@ def _write_corrections(corrections: list[_Correction], result: ImportResult) -> 
 # Project slugs are one namespace for the whole site, so creating a project must say when a
 # slug is in use, whoever uses it. That is all it says: not whose project, its name or state.
 SLUG_TAKEN = "This slug is not available: choose another."
+NOT_ALLOWED = "You may not create projects: ask an administrator for the permission."
 
 
 @transaction.atomic
@@ -861,7 +863,10 @@ def import_as_new_project(
 def check_new_slug(*, slug: str, user, reimport: bool) -> None:
     """Raise ServiceError unless `user` may import a new project under `slug`: it is free, or
     theirs and `reimport` allows adding to it. Checked when an upload is accepted (to say so
-    at once) and again when it is imported (the authoritative check)."""
+    at once) and again when it is imported (the authoritative check). NotAllowed for someone
+    who may not create projects (annotate.access), unless it is their own project."""
+    if not may_create_projects(user) and not _leads(user, slug):
+        raise NotAllowed(NOT_ALLOWED)
     if Project.objects.filter(slug=slug).exists():
         if not _leads(user, slug):
             raise ServiceError(SLUG_TAKEN)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from annotate.models import (
@@ -38,3 +39,16 @@ def set_label_schema(*, project: Project, schema: LabelSchema) -> Project:
     project.label_schema = schema.as_dict()
     project.save(update_fields=["label_schema"])
     return project
+
+
+# --- Who may create projects -----------------------------------------------------------------
+
+
+@transaction.atomic
+def allow_creating_projects(*, user) -> None:
+    """Give ``user`` the permission to create projects (annotate.access.CREATE_PROJECTS)."""
+    permission = Permission.objects.get(content_type__app_label="annotate", codename="add_project")
+    user.user_permissions.add(permission)
+    # Django caches a user's permissions on the instance: drop the stale cache.
+    for cache in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)

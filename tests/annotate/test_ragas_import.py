@@ -20,7 +20,7 @@ from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
 from annotate.services import import_ragas, open_labelling
 from tests.api import API, finished_job, token_client
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, may_create_projects
 
 RAGAS = FIXTURES / "ragas"
 DEADLINE = "When is Assignment 2 due, and are late submissions allowed?"
@@ -393,6 +393,7 @@ def upload(name: str) -> SimpleUploadedFile:
 
 @pytest.mark.django_db
 def test_new_project_page_imports_a_ragas_dataset_and_makes_the_uploader_lead(client, outsider):
+    may_create_projects(outsider)
     client.force_login(outsider)
     form = client.get(reverse("project_new")).content.decode()
     assert 'value="ragas"' in form and "<legend>File format</legend>" in form
@@ -411,6 +412,7 @@ def test_new_project_page_imports_a_ragas_dataset_and_makes_the_uploader_lead(cl
 
 @pytest.mark.django_db
 def test_new_project_page_asks_for_the_variant_and_lists_row_problems(client, outsider):
+    may_create_projects(outsider)
     client.force_login(outsider)
     missing = client.post(
         reverse("project_new"), {"slug": "rg", "format": "ragas", "file": upload("baseline.csv")}
@@ -451,6 +453,7 @@ def test_upload_page_adds_a_second_variants_ragas_answers(client, lead):
 
 @pytest.mark.django_db
 def test_the_api_takes_a_ragas_dataset_with_format_and_variant(lead):
+    may_create_projects(lead)
     api = token_client(lead)
     created = api.post(
         f"{API}/projects/",

@@ -23,7 +23,7 @@ from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
-from tests.conftest import FIXTURES, PASSWORD
+from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
 demo = shared.demo  # fixture
 
@@ -80,6 +80,7 @@ def complete_labels(client, slug: str, task: dict) -> None:
 
 
 def test_a_bundle_upload_creates_the_project_and_makes_the_uploader_its_lead(db, lead):
+    may_create_projects(lead)
     client = token_client(lead)
     response = client.post(
         f"{API}/projects/", {"slug": "course", "name": "Course", "file": upload(SMALL)}
@@ -96,6 +97,7 @@ def test_a_bundle_upload_creates_the_project_and_makes_the_uploader_its_lead(db,
 
 
 def test_a_raw_jsonl_body_imports_too_and_importing_again_changes_nothing(db, lead):
+    may_create_projects(lead)
     client = token_client(lead)
     response = client.post(f"{API}/projects/?slug=course&name=Course", SMALL, content_type=JSONL)
     assert finished_job(client, response)["result"]["created_project"] is True
@@ -116,6 +118,7 @@ def test_a_raw_jsonl_body_imports_too_and_importing_again_changes_nothing(db, le
 
 
 def test_a_defective_bundle_fails_its_job_with_every_problem_by_line_and_nothing_written(db, lead):
+    may_create_projects(lead)
     client = token_client(lead)
     response = client.post(f"{API}/projects/", {"slug": "course", "file": upload(defective())})
     job = finished_job(client, response)
@@ -129,6 +132,7 @@ def test_a_defective_bundle_fails_its_job_with_every_problem_by_line_and_nothing
 
 
 def test_an_empty_upload_is_refused_rather_than_creating_a_project_without_corpus(db, lead):
+    may_create_projects(lead)
     response = token_client(lead).post(f"{API}/projects/?slug=empty", b"\n\n", content_type=JSONL)
     assert response.status_code == 400
     assert response.json() == {"errors": ["The file is empty."]}
@@ -136,6 +140,7 @@ def test_an_empty_upload_is_refused_rather_than_creating_a_project_without_corpu
 
 
 def test_a_slug_someone_else_uses_is_a_field_error(team, outsider):
+    may_create_projects(outsider)
     response = token_client(outsider).post(
         f"{API}/projects/", {"slug": "small", "file": upload(SMALL)}
     )

@@ -25,7 +25,7 @@ from annotate.services import (
 )
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, may_create_projects
 
 people = shared.people  # fixture
 
@@ -222,13 +222,20 @@ def test_a_project_that_does_not_exist_is_404_like_one_you_have_no_role_in(world
     assert client.post(f"{API}/projects/nowhere/tasks/next/").status_code == 404
 
 
-def test_project_list_and_creation_need_only_an_account(world, people):
+def test_the_project_list_needs_an_account_and_creating_one_the_permission(world, people, outsider):
     assert people["anonymous"].get(f"{API}/projects/").status_code == 401
     assert people["outsider"].get(f"{API}/projects/").json()["count"] == 0
-    upload = SimpleUploadedFile(
-        "b.jsonl", (FIXTURES / "small.jsonl").read_bytes(), content_type=JSONL
-    )
-    created = people["outsider"].post(f"{API}/projects/", {"slug": "mine", "file": upload})
+
+    def upload():
+        return SimpleUploadedFile(
+            "b.jsonl", (FIXTURES / "small.jsonl").read_bytes(), content_type=JSONL
+        )
+
+    refused = people["outsider"].post(f"{API}/projects/", {"slug": "mine", "file": upload()})
+    assert refused.status_code == 403
+    assert "may not create projects" in refused.json()["detail"]
+    may_create_projects(outsider)
+    created = people["outsider"].post(f"{API}/projects/", {"slug": "mine", "file": upload()})
     assert finished_job(people["outsider"], created)["status"] == "succeeded"
     assert people["anonymous"].post(f"{API}/projects/", {"slug": "x"}).status_code == 401
 

@@ -17,6 +17,7 @@ from knox.models import AuthToken
 
 from annotate.models import Membership, Project, Role
 from evaluation.models import JudgeRun
+from tests.conftest import may_create_projects
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "api.md"
@@ -35,6 +36,7 @@ def example(path: Path) -> str:
 
 
 def run_example(live_server, user, monkeypatch) -> dict:
+    may_create_projects(user)  # the example may start by creating its project
     _, token = AuthToken.objects.create(user=user)
     monkeypatch.setenv("CLAIMDESK_URL", live_server.url)
     monkeypatch.setenv("CLAIMDESK_TOKEN", token)

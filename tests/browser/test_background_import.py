@@ -12,12 +12,19 @@ from playwright.sync_api import expect
 
 from annotate.models import Answer, Membership, Project, Role
 from jobs.models import Job
-from tests.conftest import login, screenshot
+from tests.conftest import login, may_create_projects, screenshot
 from tests.workers import write_bundle
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 ANSWERS = 5000
 JOB_URL = re.compile(r"/jobs/[0-9a-f-]{36}/$")
+
+
+@pytest.fixture
+def lead(lead):
+    """A lead who may create projects (annotate.access)."""
+    may_create_projects(lead)
+    return lead
 
 
 def upload(page, slug: str, path) -> None:

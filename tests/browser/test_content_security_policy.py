@@ -14,7 +14,7 @@ from annotate.models import Assignment, Project, Role
 from annotate.services import add_member, import_labels, open_labelling
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
-from tests.conftest import FIXTURES, import_fixture, login
+from tests.conftest import FIXTURES, import_fixture, login, may_create_projects
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -78,6 +78,7 @@ def test_a_reviewer_s_pages_raise_no_csp_violation(page, demo, outsider, violati
 
 
 def test_a_lead_s_pages_raise_no_csp_violation(page, demo, lead, violations):
+    may_create_projects(lead)
     login(page, lead)
     run = JudgeRun.objects.get(project=demo)
     paths = [
@@ -94,6 +95,8 @@ def test_a_lead_s_pages_raise_no_csp_violation(page, demo, lead, violations):
         f"/p/demo/judges/{run.pk}/",
         "/projects/new/",
         "/account/token/",
+        "/docs/bundle-format/",
+        f"/p/demo/claims/{demo.answers.order_by('pk').first().pk}/",
     ]
     for path in paths:
         visit(page, path)

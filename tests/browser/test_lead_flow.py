@@ -47,8 +47,13 @@ def test_lead_reads_agreement_adjudicates_and_downloads_valid_gold(page, demo, l
     expect(page.get_by_role("heading", name="Adjudicate · Task")).to_be_visible()
     assert "baseline" not in page.content() and "verifier" not in page.content()
     first_open = page.locator("tr.differs").first
-    first_open.locator("label", has_text="B").click()
-    page.fill("#rationale", "Reviewer B followed the guideline on supplied passages.")
+    first_open.locator("label").filter(has=page.locator("input[value=b]")).click()
+    item = first_open.locator(
+        "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' adjudication-item ')]"
+    )
+    item.locator(".rationale-field textarea").fill(
+        "Reviewer B followed the guideline on supplied passages."
+    )
     screenshot(page, "adjudication-screen")
     page.get_by_role("button", name="Save and next disagreement").click()
     expect(page.locator(".flash.success")).to_contain_text("decision(s) saved")

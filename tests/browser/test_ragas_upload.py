@@ -7,12 +7,13 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Membership, Project, Role
-from tests.conftest import FIXTURES, login
+from tests.conftest import FIXTURES, login, may_create_projects
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_ragas_csv_uploads_with_its_variant_into_a_new_project(page, outsider):
+    may_create_projects(outsider)
     login(page, outsider)
     page.goto("/projects/new/")
     variant = page.get_by_label("Variant")

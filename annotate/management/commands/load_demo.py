@@ -9,7 +9,13 @@ from django.db import transaction
 
 from annotate.bundles import BundleInvalid
 from annotate.models import Project, Role
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.services import (
+    add_member,
+    allow_creating_projects,
+    import_bundle,
+    import_labels,
+    open_labelling,
+)
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 SLUG = "demo"
@@ -20,6 +26,7 @@ PEOPLE = [
     ("carol", Role.REVIEWER),
 ]
 PASSWORD = "claimdesk-demo"
+DEMO_LEAD = "lead"  # may create projects as well as lead the demo
 GUIDELINES = """\
 Label what the supplied passages permit, not what you know.
 
@@ -51,9 +58,14 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo project '{project.name}' loaded.")
         else:
             self.stdout.write(f"Demo project '{project.name}' is already loaded.")
+        # The demo lead creates projects too (also when the demo was loaded before that).
+        lead = project.memberships.filter(user__username=DEMO_LEAD).select_related("user").first()
+        if lead is not None:
+            allow_creating_projects(user=lead.user)
         self.stdout.write(f"Log in at http://127.0.0.1:8000/ with (password: {PASSWORD}):")
         for username, role in PEOPLE:
-            self.stdout.write(f"  {username:<6} {role}")
+            extra = " (may create projects)" if username == DEMO_LEAD else ""
+            self.stdout.write(f"  {username:<6} {role}{extra}")
 
 
 @transaction.atomic
@@ -69,6 +81,8 @@ def load() -> Project:
             password=PASSWORD,
             reset_password=True,
         )
+    lead = project.memberships.get(user__username=DEMO_LEAD).user
+    allow_creating_projects(user=lead)
     project.guidelines = GUIDELINES
     project.save(update_fields=["guidelines"])
     project = open_labelling(project=project)

@@ -1,0 +1,179 @@
+"""Reports computed once per state of a project's data, and shared by the pages that read them.
+
+Every report (evaluation, agreement, judge calibration, the adjudication queue) is derived
+where it is read, from the labels themselves; at 10,000 answers that takes seconds, far too
+long to repeat for every page view, every page of a table and every CSV download. So a report
+is kept in memory under the project's *data version*: a fingerprint of everything reports
+read, taken in two cheap queries. Any write that changes a report changes the fingerprint, and
+the next reader computes afresh; nothing is ever invalidated by hand, and no write path (the
+pages, the API, the commands, the labelling services) has to remember to.
+
+What the fingerprint covers, and why that is every way the data changes:
+- rows added or removed (answers, claims, passages, decisions, submitted label sets): their
+  count and largest id; a replaced answer is deleted and inserted again, so it gets new ids,
+  and takes its claims, citations and retrieved passages with it;
+- a reviewer's label set: every submission writes a LabelRevision (browser, API, label import),
+  and a reopen moves the assignment out of ``submitted``: the revisions' count and largest id
+  with the number of submitted assignments;
+- rows updated in place by a re-import (cases, variants, judgment grades) and answers corrected
+  in place (AnswerCorrection rows); claim spans edited before labelling (their ends' sum);
+  a passage deleted (citations' unresolved count); the project's state, schema and opening.
+
+Kept per process (a small LRU, no pickling: a report over 10,000 answers is megabytes of
+Python objects) and for at most TTL seconds, so that even a change made behind the
+application's back (a row edited field by field in the Django admin) shows within minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.db.models import CharField, Count, Max, OuterRef, Q, Subquery, Sum, Value
+from django.db.models.functions import Cast, Coalesce, Concat
+
+from annotate.models import (
+    Answer,
+    AnswerCorrection,
+    Assignment,
+    Case,
+    Claim,
+    Decision,
+    Judgment,
+    LabelRevision,
+    Passage,
+    Project,
+    Variant,
+)
+
+T = TypeVar("T")
+MAX_ENTRIES = 24
+TTL_SECONDS = 600
+
+_lock = threading.Lock()
+_entries: OrderedDict[tuple, tuple[float, Any]] = OrderedDict()
+
+
+def _aggregates(rows: tuple, *expressions):
+    """One subquery giving aggregates over a project's rows, joined as text ('' when there
+    are none): one scan of a table however many figures are read from it. ``rows`` is
+    (model, path to the project)."""
+    model, path = rows
+    parts = []
+    for expression in expressions:
+        parts += [Cast(expression, output_field=CharField()), Value(":")]
+    grouped = model.objects.filter(**{path: OuterRef("pk")}).order_by().values(path)
+    text = grouped.annotate(v=Concat(*parts, output_field=CharField())).values("v")[:1]
+    return Coalesce(Subquery(text), Value(""), output_field=CharField())
+
+
+# Rows whose number and largest id the reports depend on. Left out on purpose: citations,
+# retrieved passages and evidence rows, which change only with a row counted here (a replaced
+# answer, a deleted passage, a re-imported case) or before labelling opens (citations edited
+# on the boundary page), when no report has labels to read them with.
+COUNTED = {
+    "answers": (Answer, "project"),
+    "corrections": (AnswerCorrection, "answer__project"),
+    "passages": (Passage, "project"),
+    "decisions": (Decision, "answer__project"),
+    "revisions": (LabelRevision, "assignment__project"),
+}
+
+
+def data_version(project: Project) -> str:
+    """A fingerprint of everything the reports read, in two queries."""
+    p = project.pk
+    values: dict[str, Any] = {
+        f"v_{name}": _aggregates(rows, Count("pk"), Max("pk")) for name, rows in COUNTED.items()
+    }
+    values["v_answers"] = _aggregates(
+        COUNTED["answers"], Count("pk"), Max("pk"), Sum(Coalesce("task_number", 0))
+    )
+    values["v_claims"] = _aggregates(
+        (Claim, "answer__project"), Count("pk"), Max("pk"), Sum("start"), Sum("end")
+    )
+    submitted = Q(status=Assignment.Status.SUBMITTED)
+    values["v_submitted"] = _aggregates(
+        (Assignment, "project"),
+        Count("pk", filter=submitted),
+        Sum("reviewer_id", filter=submitted),  # who labelled: pairs are named in reports
+    )
+    numbers = Project.objects.filter(pk=p).values(
+        "slug", "name", "state", "opened_at", "label_schema", "corpus_version", **values
+    )
+    # Rows a re-import updates in place, by content: one UNION query.
+    content = (
+        Case.objects.filter(project=p)
+        .order_by()  # a compound statement's parts carry no ORDER BY (SQLite refuses it)
+        .annotate(kind=Value("c", output_field=CharField()))
+        .values_list("kind", "pk", "content_hash")
+        .union(
+            Variant.objects.filter(project=p)
+            .order_by()
+            .annotate(kind=Value("v", output_field=CharField()))
+            .values_list("kind", "pk", "content_hash"),
+            Judgment.objects.filter(case__project=p)
+            .order_by()
+            .annotate(
+                kind=Value("j", output_field=CharField()),
+                grade_text=Cast("grade", output_field=CharField()),
+            )
+            .values_list("kind", "pk", "grade_text"),
+            all=True,
+        )
+    )
+    digest = hashlib.sha256(repr(sorted(numbers.get().items())).encode())
+    for row in sorted(content, key=lambda r: (r[0], r[1])):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+class ProjectReports:
+    """The kept reports of one project for one request: the data version is read once (two
+    queries), however many reports the request asks for."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._version: str | None = None
+
+    @property
+    def version(self) -> str:
+        if self._version is None:
+            self._version = data_version(self.project)
+        return self._version
+
+    def get(self, what: Hashable, compute: Callable[[], T]) -> T:
+        """The report ``what`` at the project's current data version, computed by
+        ``compute`` when it is not kept yet. The result is shared with every later reader:
+        treat it as read-only."""
+        if not getattr(settings, "CLAIMDESK_REPORT_CACHE", True):
+            return compute()
+        key = (self.project.pk, self.version, what)
+        now = time.monotonic()
+        with _lock:
+            entry = _entries.get(key)
+            if entry is not None and now - entry[0] < TTL_SECONDS:
+                _entries.move_to_end(key)
+                return entry[1]
+        value = compute()
+        with _lock:
+            _entries[key] = (now, value)
+            _entries.move_to_end(key)
+            while len(_entries) > MAX_ENTRIES:
+                _entries.popitem(last=False)
+        return value
+
+
+def reports_of(project: Project) -> ProjectReports:
+    return ProjectReports(project)
+
+
+def clear() -> None:
+    """Forget every kept report (tests; a deployment never needs to)."""
+    with _lock:
+        _entries.clear()

@@ -1,0 +1,186 @@
+"""Reports are kept per data version, and every write that changes a report changes the
+version: a lead never reads a report of data that has since changed."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotate import gold, report_cache
+from annotate.boundaries import adjust_span, split_claim
+from annotate.models import Answer, Assignment, Claim, Passage, Role
+from annotate.schema import LabelSchema
+from annotate.services import (
+    DecisionInput,
+    add_member,
+    adjudicate,
+    import_bundle,
+    import_labels,
+    open_labelling,
+    reopen_task,
+    set_label_schema,
+)
+from tests.conftest import FIXTURES, PASSWORD, import_fixture
+
+pytestmark = pytest.mark.django_db
+SMALL = (FIXTURES / "small.jsonl").read_text()
+
+
+def version(project) -> str:
+    return report_cache.data_version(project)
+
+
+def reimport(project, edit) -> None:
+    """Import the small bundle again with one line changed by ``edit`` (replace on)."""
+    lines = [json.loads(line) for line in SMALL.splitlines()]
+    for row in lines:
+        edit(row)
+    import_bundle(lines=[json.dumps(r) for r in lines], project_slug=project.slug, replace=True)
+
+
+@pytest.fixture
+def labelled(db, reviewer_a, reviewer_b, lead):
+    project = import_fixture("demo.jsonl", "demo")
+    for person in (reviewer_a, reviewer_b):
+        add_member(project=project, username=person.username, role=Role.REVIEWER)
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    return project
+
+
+def test_the_version_is_stable_while_nothing_changes(labelled):
+    assert version(labelled) == version(labelled)
+
+
+def test_a_kept_report_is_served_until_the_data_changes(labelled, lead):
+    reports = report_cache.reports_of(labelled)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return gold.adjudication_queue(labelled)
+
+    first = reports.get("queue", compute)
+    assert report_cache.reports_of(labelled).get("queue", compute) is first
+    assert len(calls) == 1
+    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
+        rationale="decided",
+    )
+    again = report_cache.reports_of(labelled).get("queue", compute)
+    assert len(calls) == 2 and again is not first
+
+
+def test_a_decision_a_reopen_and_a_new_submission_each_change_the_version(labelled, lead):
+    before = version(labelled)
+    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
+        rationale="decided",
+    )
+    decided = version(labelled)
+    assert decided != before
+    # a reviewer reopens a task nobody adjudicates yet: their label set leaves the reports
+    free = (
+        Assignment.objects.filter(project=labelled, status=Assignment.Status.SUBMITTED)
+        .exclude(answer__adjudication__isnull=False)
+        .first()
+    )
+    Assignment.objects.filter(pk=free.pk).update(  # as if submitted a moment ago
+        undo_until=timezone.now() + timedelta(minutes=5)
+    )
+    reopen_task(assignment=free)
+    reopened = version(labelled)
+    assert reopened != decided
+
+
+def test_reimports_that_change_cases_judgments_or_latency_change_the_version(
+    db, reviewer_a, reviewer_b
+):
+    project = import_fixture("small.jsonl", "small")
+    versions = [version(project)]
+
+    def flag(row):
+        if row.get("case_id") == "missing-rate" and row["type"] == "case":
+            row["adversarial"] = True
+
+    def grade(row):
+        if row["type"] == "judgment" and row["case_id"] == "a2-deadline":
+            row["grade"] = 2 if row["grade"] == 1 else row["grade"]
+
+    def latency(row):
+        if row["type"] == "answer" and row["answer_id"] == "a2-deadline/baseline":
+            row["elapsed_ms"] = 999.0
+
+    for edit in (flag, grade, latency):
+        reimport(project, edit)
+        versions.append(version(project))
+    assert len(set(versions)) == len(versions), versions
+
+
+def test_boundary_edits_passage_deletion_schema_and_opening_change_the_version(
+    db, reviewer_a, reviewer_b
+):
+    project = import_fixture("small.jsonl", "small")
+    versions = [version(project)]
+    claim = Claim.objects.filter(answer__project=project).order_by("answer_id", "ordinal").first()
+    adjust_span(claim=claim, start=claim.start, end=claim.end - 1)
+    versions.append(version(project))
+    claim.refresh_from_db()
+    split_claim(claim=claim, at=claim.text.index(" ") + claim.start + 1)
+    versions.append(version(project))
+    set_label_schema(project=project, schema=LabelSchema("binary", (), ()))
+    versions.append(version(project))
+    for person in ("alice", "bob"):
+        add_member(project=project, username=person, role=Role.REVIEWER)
+    project = open_labelling(project=project)
+    versions.append(version(project))
+    Passage.objects.filter(project=project, passage_id="notes-18").delete()
+    versions.append(version(project))
+    assert len(set(versions)) == len(versions), versions
+
+
+def test_the_evaluation_page_shows_a_decision_at_once(client, labelled, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("evaluation:report", kwargs={"slug": labelled.slug})
+
+    def faithfulness_rows():
+        body = b"".join(client.get(url + "?format=csv&table=generation").streaming_content)
+        return [line for line in body.decode().splitlines() if ",faithfulness," in line]
+
+    before = faithfulness_rows()
+    assert faithfulness_rows() == before  # kept
+    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
+        rationale="decided",
+    )
+    assert faithfulness_rows() != before
+
+
+def test_the_cache_can_be_switched_off(labelled, settings):
+    settings.CLAIMDESK_REPORT_CACHE = False
+    calls = []
+    reports = report_cache.reports_of(labelled)
+    reports.get("x", lambda: calls.append(1))
+    reports.get("x", lambda: calls.append(1))
+    assert len(calls) == 2
