@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum, Value
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -250,36 +250,28 @@ def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:
 
 
 def reviewer_progress(user, project: Project) -> Progress:
-    """The reviewer's Progress in two queries, each bounded by the project's indexes: the
-    project's numbered answers; and one pass over the project's assignments, grouped by
-    answer, that counts the reviewer's own (by status) and the answers others have filled.
-    What is open to the reviewer is the answers less those two kinds. Filtered by project,
-    never grouped over a whole table (which PostgreSQL may answer with a sequential scan of
-    every project's rows), and never one probe per answer."""
+    """The reviewer's Progress in two queries, neither of which grows with the database or
+    with the project's labelled answers: the reviewer's own assignments (their rows, by the
+    (project, reviewer) index), each joined to its answer's queue flag; and the number of
+    open answers, counted from the open-queue index alone (an index-only scan of the answers
+    that still have room, the very set next_task walks). What the reviewer can still label is
+    the open answers less those they hold or held, since next_task never gives an answer back
+    to a reviewer who took it once."""
     user_id = getattr(user, "pk", user)
     Status = Assignment.Status
-    numbered = Answer.objects.filter(project=project, task_number__isnull=False).count()
-    per_answer = (
-        Assignment.objects.filter(project=project)
-        .values("answer")
-        .annotate(
-            holders=Count("pk", filter=~Q(status=Status.RELEASED)),
-            mine=Count("pk", filter=Q(reviewer=user_id)),
-            mine_submitted=Count("pk", filter=Q(reviewer=user_id, status=Status.SUBMITTED)),
-            mine_open=Count("pk", filter=Q(reviewer=user_id, status=Status.IN_PROGRESS)),
-        )
-        .order_by()
+    in_queue = Q(answer__full=False, answer__queue_key__isnull=False)
+    mine = Assignment.objects.filter(project=project, reviewer=user_id).aggregate(
+        submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),
+        in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
+        open_and_mine=Count("pk", filter=in_queue),
     )
-    totals = per_answer.aggregate(
-        taken=Coalesce(Sum("mine"), 0),
-        submitted=Coalesce(Sum("mine_submitted"), 0),
-        in_progress=Coalesce(Sum("mine_open"), 0),
-        full_without_me=Count("answer", filter=Q(holders__gte=project.overlap, mine=0)),
-    )
+    open_answers = Answer.objects.filter(
+        project=project, full=False, queue_key__isnull=False
+    ).count()
     return Progress(
-        submitted=totals["submitted"],
-        in_progress=totals["in_progress"],
-        available=max(0, numbered - totals["taken"] - totals["full_without_me"]),
+        submitted=mine["submitted"],
+        in_progress=mine["in_progress"],
+        available=max(0, open_answers - mine["open_and_mine"]),
     )
 
 
