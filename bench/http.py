@@ -11,9 +11,10 @@ What it builds, in one PostgreSQL database: the demo project, a 1,000-answer pro
 ("big": 100,000 claims, half of the answers labelled by two reviewers, the other half open
 for the traffic, plus one answer of 10 claims and one of 60 claims held by the measuring
 reviewer). Then gunicorn (2 workers x 4 threads, DEBUG off, as the Dockerfile runs it)
-serves it, and the script logs in like a browser (CSRF cookie, form post, htmx headers) and
-measures. Query counts come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER
-adds to every response (only here).
+serves it, with a background worker beside it as docker-compose runs one, and the script
+logs in like a browser (CSRF cookie, form post, htmx headers) and measures. Query counts
+come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER adds to every response
+(only here).
 
 It prints one table and the load average; it asserts nothing about time (benchmarks measure;
 tests assert behaviour).
@@ -168,15 +169,28 @@ def _answers_with_claims(*specs: tuple[str, int]) -> list[str]:
 # --- the server -------------------------------------------------------------------------------
 
 
+SERVER_ENV = {
+    "DEBUG": "false",
+    "SECRET_KEY": "bench-" + "x" * 50,
+    "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "CLAIMDESK_QUERY_COUNT_HEADER": "1",
+    "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
+}
+
+
+def start_worker() -> subprocess.Popen:
+    """The background worker a deployment runs beside gunicorn (docker-compose's `worker`):
+    the agreement page of a big project is computed there, not in the request."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "worker"],
+        cwd=ROOT,
+        env={**os.environ, **SERVER_ENV},
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def start_server() -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DEBUG": "false",
-        "SECRET_KEY": "bench-" + "x" * 50,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "CLAIMDESK_QUERY_COUNT_HEADER": "1",
-        "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
-    }
+    env = {**os.environ, **SERVER_ENV}
     server = subprocess.Popen(
         [
             sys.executable,
@@ -199,9 +213,9 @@ def start_server() -> subprocess.Popen:
 
     for _ in range(100):
         try:
-            requests.get(f"{BASE}/login/", timeout=1)
+            requests.get(f"{BASE}/login/", timeout=30)  # a worker's first request is slow
             return server
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.2)
     server.kill()
     sys.exit("gunicorn did not start")
@@ -377,6 +391,7 @@ def main() -> None:
     figures = build()
     lines, import_seconds, import_bytes = figures["import"]
     server = start_server()
+    worker = start_worker()
     rows: list[tuple[str, str]] = []
     try:
         measurer = Browser("r0")
@@ -443,12 +458,23 @@ def main() -> None:
             ("agreement page", "/p/big/agreement/"),
             ("evaluation page", "/p/big/evaluation/"),
         ):
-            lead.get(url)  # a first view may compute what later views read
-            times, last = timed(lambda url=url: lead.get(url), n=3)
+            # The first view computes (evaluation: in the request, kept in that gunicorn
+            # worker's memory) or asks the worker and shows the page that waits (agreement);
+            # the figure that matters to a lead is how long until the report is on screen.
+            start = time.perf_counter()
+            first = lead.get(url)
+            first_ms = (time.perf_counter() - start) * 1000
+            while b'data-report-freshness="pending"' in lead.get(url).content:
+                time.sleep(0.2)
+            ready_s = time.perf_counter() - start
+            times, last = timed(lambda url=url: lead.get(url), n=6)
             rows.append(
                 (
                     f"{name} (big project)",
-                    f"p50 {p(times, 0.5):.0f} ms · {len(last.content) / 1024:.0f} KB · "
+                    f"first view {first_ms:.0f} ms ({len(first.content) / 1024:.0f} KB) · "
+                    f"report on screen after {ready_s:.1f} s · later views p50 "
+                    f"{p(times, 0.5):.0f} ms · max {max(times):.0f} ms · "
+                    f"{len(last.content) / 1024:.0f} KB · "
                     f"{last.headers.get('X-Query-Count')} queries",
                 )
             )
@@ -476,7 +502,9 @@ def main() -> None:
         rows.append(("server errors (5xx)", str(len(FIVE_XX))))
     finally:
         server.terminate()
+        worker.terminate()
         server.wait(timeout=30)
+        worker.wait(timeout=30)
     width = max(len(name) for name, _ in rows)
     print()
     for name, value in rows:
