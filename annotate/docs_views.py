@@ -2,7 +2,7 @@
 an example bundle to download and the gold export's JSON Schema.
 
 Only the names in DOCS are served, read from the repository's docs/ folder and rendered by
-annotate.markdown (a safe subset: see there why it is not shown raw)."""
+annotate.markdown (markdown-it-py, raw HTML off: see there why it is not shown raw)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ download is a real bundle; and the pages that take or give files link to their f
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.urls import reverse
@@ -15,10 +16,13 @@ from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
 
 def render(text: str) -> str:
-    return str(markdown.render(text, resolve=resolve))
+    """The HTML with the line breaks between tags and within text taken out, so assertions
+    read what a browser shows rather than where markdown-it puts its newlines."""
+    html = str(markdown.render(text, resolve=resolve))
+    return re.sub(r">\n+<", "><", html).replace("\n", " ")
 
 
-# --- The renderer (pure) -----------------------------------------------------------------------
+# --- The renderer (markdown-it-py, with our rules) ----------------------------------------------
 
 
 def test_headings_paragraphs_lists_code_and_tables_render():
@@ -26,7 +30,7 @@ def test_headings_paragraphs_lists_code_and_tables_render():
         "# Title\n\nA *first* paragraph\non two lines with `code` and **bold**.\n\n"
         "- one\n- two\n  continued\n\n1. first\n2. second\n\n"
         '```json\n{"a": 1} <b>\n```\n\n'
-        "| field | meaning |\n|---|---|\n| `a\\|b` | the `x|y` bar stays |\n"
+        "| field | meaning |\n|---|---|\n| `a\\|b` | the bar \\| stays |\n"
     )
     assert '<h1 id="title">Title</h1>' in html
     assert "<p>A <em>first</em> paragraph on two lines with <code>code</code> and " in html
@@ -34,8 +38,19 @@ def test_headings_paragraphs_lists_code_and_tables_render():
     assert "<ul><li>one</li><li>two continued</li></ul>" in html
     assert "<ol><li>first</li><li>second</li></ol>" in html
     assert '<pre class="doc-code" data-language="json"><code>{&quot;a&quot;: 1} &lt;b&gt;' in html
+    assert '<div class="table-wrap"><table class="table compact doc-table">' in html
     assert '<th scope="col">field</th>' in html
-    assert "<td><code>a|b</code></td><td>the <code>x|y</code> bar stays</td>" in html
+    assert "<td><code>a|b</code></td><td>the bar | stays</td>" in html
+
+
+def test_headings_move_down_and_images_show_their_description():
+    html = str(
+        markdown.render(
+            "# Top\n\n![a chart](https://example.com/x.png)", resolve=resolve, level_shift=1
+        )
+    )
+    assert '<h2 id="top">Top</h2>' in html
+    assert "<p>a chart</p>" in html
 
 
 @pytest.mark.parametrize(
