@@ -49,6 +49,14 @@ def short_label(label) -> str:
     return SHORT_LABELS.get(str(label), str(label))
 
 
+def label_words(label) -> str:
+    """A label as a person reads it in a sentence: yes/no for a boolean field's values,
+    spaces for underscores ("insufficient evidence")."""
+    if label is None:
+        return ""
+    return {"True": "yes", "False": "no"}.get(str(label), str(label).replace("_", " "))
+
+
 def _heat(confusion: dict) -> list[tuple[str, str, list[tuple[int, float]]]]:
     """Rows of (A's label, its short form, cells), each cell with its share of the largest,
     for shading."""
@@ -82,6 +90,7 @@ def _rows(fields: dict) -> list[dict]:
                 # interval: the page says so instead of printing "0.00 [0.00, 0.00]".
                 "one_label": one_label_reason(confusion["labels"], confusion["matrix"]),
                 "heat": _heat(confusion),
+                "top_label": label_words((stats.get("prevalence") or {}).get("label")),
                 "columns": [(c, short_label(c)) for c in confusion["labels"]],
             }
         )

@@ -285,3 +285,32 @@ def test_evidence_overlap_is_mean_jaccard_over_pairs_where_someone_named_a_passa
     assert result.mean_jaccard == pytest.approx((0.5 + 0.0 + 1.0) / 3)
     assert evidence_overlap([], []).as_dict() == {"n": 0, "mean_jaccard": None, "neither": 0}
     assert evidence_overlap([[]], [[]]).as_dict() == {"n": 0, "mean_jaccard": None, "neither": 1}
+
+
+@pytest.mark.django_db
+def test_the_agreement_page_names_each_field_s_top_label_in_words(
+    client, reviewer_a, reviewer_b, lead
+):
+    """ "Needs evidence: True 79%" read as code; the page says "yes 79%" (and "insufficient
+    evidence", not "insufficient_evidence")."""
+    import re
+
+    from django.urls import reverse
+
+    from evaluation.agreement_views import label_words
+    from tests.api import build_demo
+    from tests.conftest import PASSWORD
+
+    assert [label_words(v) for v in (True, "False", "insufficient_evidence", None)] == [
+        "yes",
+        "no",
+        "insufficient evidence",
+        "",
+    ]
+    project = build_demo([reviewer_a, reviewer_b], lead)
+    client.login(username=lead.username, password=PASSWORD)
+    page = client.get(reverse("agreement", kwargs={"slug": project.slug})).content.decode()
+    top_labels = re.findall(r"<td>([\w ]+) \d+%", page)
+    assert "yes" in top_labels or "no" in top_labels, top_labels  # needs evidence
+    assert not {"True", "False"} & set(top_labels)
+    assert not [label for label in top_labels if "_" in label]
