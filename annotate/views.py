@@ -497,7 +497,7 @@ def adjudicate(request, project, role, number):
     # Freeze the labels first, then read them: a reviewer's reopen cannot slip in between.
     try:
         lock = answer and services.start_adjudication(answer=answer, lead=request.user)
-    except services.StillUndoable as exc:
+    except services.NotYetAdjudicable as exc:
         context = {"project": project, "role": role, "number": number, "reason": str(exc)}
         return render(request, "annotate/adjudication_waiting.html", context)
     if lock is None:

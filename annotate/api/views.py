@@ -888,9 +888,11 @@ class AdjudicationQueue(ListView, LeadView):
         return super().get(request, *args, **kwargs)
 
 
-class StillUndoable(APIException):
+class NotYetAdjudicable(APIException):
+    """A reviewer may still undo a submission, or is still labelling (overlap above two)."""
+
     status_code = status.HTTP_409_CONFLICT
-    default_code = "still_undoable"
+    default_code = "not_yet_adjudicable"
 
 
 class Adjudication(LeadView):
@@ -899,8 +901,8 @@ class Adjudication(LeadView):
         answer = selectors.answer_by_task_number(self.project, number)
         try:
             lock = answer and services.start_adjudication(answer=answer, lead=self.request.user)
-        except services.StillUndoable as exc:
-            raise StillUndoable(str(exc)) from exc
+        except services.NotYetAdjudicable as exc:
+            raise NotYetAdjudicable(str(exc)) from exc
         if lock is None:
             raise NotFound()
         screen = selectors.adjudication_screen(self.project, number)

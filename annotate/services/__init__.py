@@ -19,6 +19,8 @@ One module per capability:
 from annotate.services.adjudication import (
     Conflict,
     DecisionInput,
+    NotYetAdjudicable,
+    StillLabelling,
     StillUndoable,
     adjudicate,
     start_adjudication,
@@ -83,6 +85,8 @@ __all__ = [
     "LabelImportResult",
     "StaleDraft",
     "StillUndoable",
+    "StillLabelling",
+    "NotYetAdjudicable",
     "MemberError",
     "MembersImportResult",
     "NotAllowed",

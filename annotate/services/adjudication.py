@@ -39,10 +39,25 @@ class Conflict(ServiceError):
     """Another lead saved the same item first; nothing of this save was written."""
 
 
-class StillUndoable(ServiceError):
+class NotYetAdjudicable(ServiceError):
+    """The answer's labels may still change: it opens for adjudication later, so a lead never
+    reads labels that then change. Leads see every label anyway; reviewers never see this."""
+
+
+class StillLabelling(NotYetAdjudicable):
+    """Another reviewer holds the answer and has not submitted (a project whose overlap is
+    above two): their label set is part of what the lead decides from."""
+
+    def __init__(self):
+        super().__init__(
+            "A reviewer is still labelling this task. It opens for adjudication once they "
+            "submit, so no label changes after you have read it."
+        )
+
+
+class StillUndoable(NotYetAdjudicable):
     """A reviewer of this answer may still undo their submission (until `until`): the answer
-    opens for adjudication when that window closes, so a lead never reads labels that then
-    change. Leads see every label anyway; reviewers never see this."""
+    opens for adjudication when that window closes."""
 
     def __init__(self, until):
         super().__init__(
@@ -205,6 +220,24 @@ def _outside_schema(
     return problems, left
 
 
+MAX_RATIONALE = 5000
+
+
+def _rationale_problems(rationale: str, decisions: list[DecisionInput]) -> list[str]:
+    """A rationale is exported with its gold label: bounded, and only storable text (no NUL,
+    no lone surrogate), whether it came from the page or the API."""
+    problems = []
+    for where, text in [
+        ("the rationale", rationale),
+        *((f"the rationale of {_item_name(d.claim)}", d.rationale) for d in decisions),
+    ]:
+        if len(text) > MAX_RATIONALE:
+            problems.append(f"Shorten {where} to {MAX_RATIONALE} characters ({len(text)} now).")
+        elif problem := safe_json.text_problem(text):
+            problems.append(f"{where[0].upper()}{where[1:]}: {problem}.")
+    return sorted(set(problems))
+
+
 @transaction.atomic
 def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
     """Opening an item for adjudication freezes the reviewers' labels.
@@ -224,6 +257,8 @@ def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
     submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED)
     if submitted.count() < 2:
         return None
+    if answer.assignments.filter(status=Assignment.Status.IN_PROGRESS).exists():
+        raise StillLabelling()
     undoable = submitted.filter(undo_until__gt=timezone.now()).aggregate(Max("undo_until"))
     if undoable["undo_until__max"] is not None:
         raise StillUndoable(undoable["undo_until__max"])
@@ -248,11 +283,9 @@ def adjudicate(
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
-    lock = start_adjudication(answer=answer, lead=lead)  # StillUndoable while a window is open
+    lock = start_adjudication(answer=answer, lead=lead)  # NotYetAdjudicable: not yet
     if lock is None:
-        lock, _ = AdjudicationLock.objects.get_or_create(
-            answer=answer, defaults={"started_by": lead}
-        )
+        raise ServiceError("This task does not hold two submitted label sets: nothing to decide.")
     lock = AdjudicationLock.objects.select_for_update().get(pk=lock.pk)
     if lock.version != version:
         raise Conflict(
@@ -261,6 +294,7 @@ def adjudicate(
         )
     problems, left = _outside_schema(answer, decisions)
     problems += _decision_problems(answer, left)
+    problems += _rationale_problems(rationale, decisions)
     if problems:
         raise ServiceError(" ".join(problems))
     unexplained = sorted(

@@ -462,3 +462,63 @@ def test_each_gold_jsonl_line_is_its_row_encoded_once(demo):
         content = {k: v for k, v in row.items() if k not in ("export_id", "as_of", "content_hash")}
         encoded = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         assert row["content_hash"] == hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def test_with_a_third_reviewer_still_labelling_the_answer_waits_for_them(demo, client, lead):
+    """Overlap above two: two label sets are in, a third reviewer holds the answer. Opening it
+    for adjudication then would freeze labels that are still coming (and the third reviewer
+    could submit and undo after the lead read them): it waits, and says why."""
+    from annotate.services import StillLabelling
+
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    third = add_member(project=demo, username="carol", role="reviewer").user
+    holding = Assignment.objects.create(project=demo, answer=answer, reviewer=third)
+    with pytest.raises(StillLabelling):
+        start_adjudication(answer=answer, lead=lead)
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": answer.task_number})
+    page = client.get(url).content.decode()
+    assert "not open for adjudication yet" in page and "still labelling" in page
+    api = client.get(f"/api/v1/projects/{demo.slug}/adjudication/{answer.task_number}/")
+    assert api.status_code == 409 and "still labelling" in api.json()["detail"]
+    assert not AdjudicationLock.objects.filter(answer=answer).exists()
+    holding.delete()
+    assert start_adjudication(answer=answer, lead=lead) is not None
+
+
+def test_a_rationale_is_bounded_and_storable_text(demo, lead):
+    """From the page as from the API: a NUL or an oversized rationale is a clear refusal,
+    never a 500 from the database, and nothing is written."""
+    pair = first_disagreement(demo)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    claim = answer.claims.get(pk=pair.claim_id)
+    for shared, own, expected in [
+        ("a\x00b", "", r"NUL U\+0000"),
+        ("", "x" * 5001, "Shorten the rationale of claim"),
+    ]:
+        with pytest.raises(ServiceError, match=expected):
+            adjudicate(
+                answer=answer,
+                lead=lead,
+                version=0,
+                rationale=shared,
+                decisions=[
+                    DecisionInput(claim=claim, field="support", value="supported", rationale=own)
+                ],
+            )
+    assert not Decision.objects.exists()
+
+
+def test_nothing_is_decided_on_an_answer_without_two_label_sets(demo, lead):
+    answer = Answer.objects.filter(project=demo, assignments__isnull=True).first()
+    claim = answer.claims.first()
+    with pytest.raises(ServiceError, match="two submitted label sets"):
+        adjudicate(
+            answer=answer,
+            lead=lead,
+            version=0,
+            rationale="x",
+            decisions=[DecisionInput(claim=claim, field="support", value="supported")],
+        )
+    assert not AdjudicationLock.objects.filter(answer=answer).exists()
