@@ -295,7 +295,7 @@ class _Sample:
         try:
             # strict=False: a spreadsheet keeps a newline typed inside a context as it is.
             return json.loads(text, strict=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # [[[[... nested past the interpreter's limit
             pass
         try:
             return ast.literal_eval(text)

@@ -226,8 +226,13 @@ def task(request, project, role, assignment):
 
 
 def _claim_param(request) -> int | None:
-    value = request.GET.get("claim", "")
-    return int(value) if value.isdigit() else None
+    return _small_number(request.GET.get("claim", ""))
+
+
+def _small_number(value: str) -> int | None:
+    """A count or an index from a form or a URL: ASCII digits only ("²".isdigit() is true, and
+    int() refuses it) and short (int() refuses 4,300 digits): anything else is None."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 10 else None
 
 
 def _pop_undo(request, screen) -> int | None:
@@ -244,8 +249,7 @@ UNDO_KEY = "claimdesk_undo_task"
 def _version(request) -> int | None:
     """The draft version a save was made from; absent (an older page or script) skips the
     check."""
-    value = request.POST.get("version", "")
-    return int(value) if value.isdigit() else None
+    return _small_number(request.POST.get("version", ""))
 
 
 @require_POST

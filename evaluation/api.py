@@ -269,6 +269,8 @@ class Evaluation(LeadView):
         if "slice" in filters:
             for variant in report["variants"].values():
                 for part in ("retrieval", "generation", "stages"):
+                    if variant.get(part) is None:  # not available in this project
+                        continue
                     variant[part] = {
                         name: value
                         for name, value in variant[part].items()

@@ -21,13 +21,17 @@ from annotate.models import Project
 
 class JobQuerySet(models.QuerySet):
     def visible_to(self, user) -> JobQuerySet:
-        """Jobs a person may watch: their own, and those of projects they lead."""
+        """Jobs a person may watch: those of projects they lead, and their own that have no
+        project yet (a new project's import). A lead who steps down or leaves no longer sees
+        the project's jobs, their own included: a gold export holds every reviewer's labels."""
         if not user.is_authenticated:
             return self.none()
         if user.is_superuser:
             return self
         led = Project.objects.led_by(user).values("pk")
-        return self.filter(models.Q(created_by=user) | models.Q(project__in=led))
+        return self.filter(
+            models.Q(project__isnull=True, created_by=user) | models.Q(project__in=led)
+        )
 
     def stalled(self) -> JobQuerySet:
         cutoff = timezone.now() - timedelta(seconds=settings.CLAIMDESK_JOB_STALE_SECONDS)

@@ -235,3 +235,16 @@ def test_a_reopen_is_answered_the_same_whether_or_not_the_co_reviewer_submitted(
             reopen_task(assignment=mine)
         outcomes.append(str(refused.value))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.django_db
+def test_a_claim_index_or_version_that_is_not_plain_digits_is_ignored_not_a_500(
+    client, alice_task, reviewer_a
+):
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    assert client.get(url(alice_task) + "?claim=²").status_code == 200
+    assert client.get(url(alice_task) + "?claim=" + "9" * 5000).status_code == 200
+    save = url(alice_task, "save_claim", index=0)
+    for version in ("²", "9" * 5000):
+        reply = client.post(save, {"support": "supported", "version": version}, headers=HX)
+        assert reply.status_code == 200, version

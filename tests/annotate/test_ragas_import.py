@@ -490,3 +490,19 @@ def test_the_api_takes_a_ragas_dataset_with_format_and_variant(lead):
         "column names: user_input, response, retrieved_contexts, retrieved_context_ids, "
         "reference)"
     ]
+
+
+@pytest.mark.django_db
+def test_a_csv_list_cell_nested_past_the_interpreter_s_limit_is_a_row_error():
+    """[[[[... 60,000 deep fits in a CSV cell: json and ast both give up with RecursionError,
+    which is the row's error, not a crashed job."""
+    deep = "[" * 60_000 + "]" * 60_000  # within the CSV reader's 131,072-character cell
+    rows = io.StringIO()
+    import csv
+
+    writer = csv.writer(rows)
+    writer.writerow(["user_input", "retrieved_contexts", "response"])
+    writer.writerow(["Q?", deep, "An answer."])
+    errors = errors_for([rows.getvalue().encode()])
+    assert any("retrieved_contexts" in e and "neither a JSON list" in e for e in errors), errors
+    assert nothing_written()

@@ -650,3 +650,16 @@ def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api
         f"{API}/projects/small/tasks/{number}/answer/", {"relevance": 2}, format="json"
     )
     assert answer.status_code == 400 and "relevance" in json.dumps(answer.json())
+
+
+def test_a_slice_of_the_evaluation_of_a_project_without_judgments_is_no_500(demo, lead):
+    """Without relevance judgments retrieval is not available (None, never a number): the
+    slice filter passes it through instead of failing on it."""
+    from annotate.models import Judgment
+
+    Judgment.objects.filter(case__project=demo).delete()
+    report = token_client(lead).get(f"{API}/projects/demo/evaluation/?k=5&slice=answerable")
+    assert report.status_code == 200, report.content[:300]
+    for variant in report.json()["variants"].values():
+        assert variant["retrieval"] is None
+        assert list(variant["generation"]) == ["answerable"]

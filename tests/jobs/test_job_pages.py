@@ -67,6 +67,22 @@ def test_a_queued_job_page_polls_and_only_the_projects_leads_see_it(
     assert Client().get(f"/jobs/{queued.pk}/").status_code == 302  # to the login page
 
 
+def test_a_lead_who_steps_down_no_longer_reaches_the_project_s_jobs_their_own_included(
+    queued, team, lead
+):
+    """A gold export's file holds every reviewer's labels: once its creator is a reviewer of
+    the project (or gone from it), its page, download and retry are not theirs."""
+    from annotate.models import Membership, Role
+
+    assert signed_in(lead).get(f"/jobs/{queued.pk}/").status_code == 200
+    Membership.objects.filter(project=team, user=lead).update(role=Role.REVIEWER)
+    client = signed_in(lead)
+    for url in (f"/jobs/{queued.pk}/", f"/jobs/{queued.pk}/download/"):
+        assert client.get(url).status_code == 404, url
+    assert client.post(f"/jobs/{queued.pk}/retry/").status_code == 404
+    assert token_client(lead).get(f"{API}/jobs/{queued.pk}/").status_code == 404
+
+
 def test_a_job_that_lost_its_worker_offers_retry_and_retrying_queues_it(queued, lead):
     job = lost(queued)
     assert job.stalled and job.retryable
