@@ -40,12 +40,13 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
 
 ## make bench: every benchmark, on scratch PostgreSQL databases (claimdesk_bench, claimdesk_tasks_bench,
-## claimdesk_http_bench); bench/http.py is the reference one: gunicorn over real HTTP
+## claimdesk_bench_http); bench/http.py is the reference one: gunicorn over real HTTP
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/import_bundle.py
 	$(BIN)/python bench/labelling.py
 	$(BIN)/python bench/agreement_gold.py
 	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/http.py
 
 clean:

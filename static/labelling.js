@@ -23,6 +23,9 @@
   const claimCount = spans().length;
   let selected = claimForm ? Number(claimForm.dataset.claim) : null;
   let currentPassage = null; // the passage last focused or quoted: what x and c act on
+  // Disabled by itself or by a disabled fieldset around it (a submitted task's form): the
+  // .disabled property reads only the element's own attribute.
+  const off = (el) => el.matches(":disabled");
 
   // --- Each claim's draft ------------------------------------------------------------------
 
@@ -466,13 +469,13 @@
     if (!root.contains(passage)) return false;
     const text = normalise(selection.toString());
     const quote = field("evidence_quote");
-    if (!text || !quote || quote.disabled) return false;
+    if (!text || !quote || off(quote)) return false;
     currentPassage = passage;
     if (text === lastQuote && quote.value === text) return true;
     lastQuote = text;
     quote.value = text;
     const box = passage.querySelector("input[name=evidence_ids]");
-    if (box && !box.disabled) box.checked = true;
+    if (box && !off(box)) box.checked = true;
     const list = document.getElementById("evidence-list");
     if (list) list.textContent = readEditor().evidence_ids.join(", ") || "none chosen";
     fire(quote);
@@ -551,7 +554,7 @@
   function toggleEvidence() {
     const passage = targetPassage() || passages[0];
     const box = passage && passage.querySelector("input[name=evidence_ids]");
-    if (!box || box.disabled) return;
+    if (!box || off(box)) return;
     box.checked = !box.checked;
     currentPassage = passage;
     fire(box);
@@ -566,7 +569,7 @@
     let pid = focused && cited.includes(focused.dataset.passage) ? focused.dataset.passage : null;
     if (!pid) pid = cited.find((id) => !data.citations[id]) || cited[0];
     const input = passageOf(pid).querySelector(`input[name="citation:${CSS.escape(pid)}"][value="${value}"]`);
-    if (!input || input.disabled) return;
+    if (!input || off(input)) return;
     input.checked = true;
     fire(input);
     announce(`Citation ${pid}: ${value.replace(/_/g, " ")}`);
@@ -654,7 +657,7 @@
   // --- Keys --------------------------------------------------------------------------------
 
   function cycle(inputs, first) {
-    if (!inputs.length || inputs[0].disabled) return null;
+    if (!inputs.length || off(inputs[0])) return null;
     const at = inputs.findIndex((i) => i.checked);
     const next = at < 0 ? inputs[first || 0] : inputs[(at + 1) % inputs.length];
     next.checked = true;
@@ -664,13 +667,13 @@
 
   function severity(value) {
     const input = claimForm.querySelector(`input[name=severity][value="${value}"]`);
-    if (!input || input.disabled) return;
+    if (!input || off(input)) return;
     input.checked = true;
     fire(input);
   }
 
   function support(input) {
-    if (input.disabled) return;
+    if (off(input)) return;
     input.checked = true;
     if (input.value === "supported") {
       const none = claimForm.querySelector('input[name=severity][value="none"]');
@@ -695,7 +698,7 @@
       return Boolean(chosen);
     }
     const box = form.querySelector(`input[name=failure_labels][data-key="${CSS.escape(key)}"]`);
-    if (box && !box.disabled) {
+    if (box && !off(box)) {
       box.checked = !box.checked;
       fire(box);
       announce(`${box.value.replace(/_/g, " ")} ${box.checked ? "on" : "off"}`);
@@ -716,7 +719,7 @@
       case "s": cycle(Array.from(claimForm.querySelectorAll("input[name=severity]"))); return true;
       case "e": {
         const box = field("requires_evidence");
-        if (box && !box.disabled) { box.checked = !box.checked; fire(box); }
+        if (box && !off(box)) { box.checked = !box.checked; fire(box); }
         return true;
       }
       case "p": focusPassage(1); return true;

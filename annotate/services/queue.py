@@ -24,12 +24,18 @@ from annotate.services.base import ServiceError
 
 
 def release_abandoned(*, project: Project, now=None) -> int:
-    """Return tasks nobody has touched for CLAIMDESK_ABANDON_AFTER_MINUTES to the pool."""
+    """Return tasks nobody has touched for CLAIMDESK_ABANDON_AFTER_MINUTES to the pool. A
+    task its reviewer reopened (Undo) is not abandoned: it holds a submitted label set
+    (revision > 0), which releasing would drop from agreement and gold and give to someone
+    else; it waits for its reviewer to submit again."""
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES)
     with transaction.atomic():
         stale = Assignment.objects.filter(
-            project=project, status=Assignment.Status.IN_PROGRESS, touched_at__lt=cutoff
+            project=project,
+            status=Assignment.Status.IN_PROGRESS,
+            touched_at__lt=cutoff,
+            revision=0,
         )
         answers = list(stale.values_list("answer_id", flat=True))
         released = stale.update(

@@ -248,3 +248,13 @@ def test_a_claim_index_or_version_that_is_not_plain_digits_is_ignored_not_a_500(
     for version in ("²", "9" * 5000):
         reply = client.post(save, {"support": "supported", "version": version}, headers=HX)
         assert reply.status_code == 200, version
+
+
+@pytest.mark.django_db
+def test_the_undo_window_reads_in_whole_minutes(client, alice_task, reviewer_a, settings):
+    settings.CLAIMDESK_REOPEN_MINUTES = 30.0  # read with float() from the environment
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    slug = alice_task.project.slug
+    for page in (reverse("my_tasks", args=[slug]), reverse("project", args=[slug])):
+        html = client.get(page).content.decode()
+        assert "30 minutes" in html and "30.0" not in html, page

@@ -120,6 +120,29 @@ def test_abandoned_tasks_return_to_the_pool(
 
 
 @pytest.mark.django_db
+def test_a_reopened_task_left_idle_keeps_its_submitted_labels(
+    open_team, reviewer_a, reviewer_b, settings, shared_queue_start
+):
+    """Undo, then walk away: the task holds a submitted label set, so it is not released for
+    inactivity (which would drop those labels from agreement and gold and hand the slot to
+    somebody else); it waits for its reviewer."""
+    from annotate.services import reopen_task
+
+    open_team.overlap = 1
+    open_team.save()
+    task = next_task(project=open_team, reviewer=reviewer_a)
+    label_everything(task)
+    submit_labels(assignment=task)
+    reopen_task(assignment=Assignment.objects.get(pk=task.pk))
+    Assignment.objects.filter(pk=task.pk).update(
+        touched_at=timezone.now() - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES + 1)
+    )
+    taken = next_task(project=open_team, reviewer=reviewer_b)
+    assert taken is None or taken.answer_id != task.answer_id
+    assert Assignment.objects.get(pk=task.pk).status == Assignment.Status.IN_PROGRESS
+
+
+@pytest.mark.django_db
 def test_queue_is_closed_while_the_project_is_a_draft(team, reviewer_a):
     with pytest.raises(ServiceError, match="not open"):
         next_task(project=team, reviewer=reviewer_a)

@@ -198,3 +198,36 @@ def test_abstention_has_its_key_and_saves_are_announced_politely(page, demo, rev
     page.wait_for_function("() => document.body.dataset.saving === '0'")
     task.refresh_from_db()
     assert task.abstention == "unnecessary"
+
+
+def test_keys_and_selections_change_nothing_on_a_submitted_task(page, demo, reviewer_a):
+    """A submitted task's form is a disabled fieldset: its inputs carry no disabled attribute
+    of their own, so the script must ask :disabled -- or a key press on a task opened again
+    (Previous task) would change a radio, try to save, and leave values nobody stored."""
+    from annotate.services import submit_labels
+    from tests.annotate.test_labelling import label_everything
+
+    task = task_of(demo, reviewer_a, "a2-weight/baseline")
+    label_everything(task)
+    submit_labels(assignment=task)
+    before = list(ClaimLabel.objects.filter(assignment=task).values("support", "version"))
+    sign_in(page, reviewer_a)
+    saves = []
+    page.on("request", lambda r: saves.append(r.url) if r.method == "POST" else None)
+    open_task(page, task)
+    support = page.locator("#claim-form input[name=support]:checked")
+    checked = support.get_attribute("value")
+    page.locator("#labelling").click(position={"x": 2, "y": 2})  # focus on the page itself
+    for key in ("2", "3", "Shift+Digit3", "r", "u", "e"):
+        page.keyboard.press(key)
+    page.locator(".passage-text").first.select_text()
+    page.wait_for_timeout(500)  # a save, had one started, would be on its way
+    assert page.locator("#claim-form input[name=support]:checked").get_attribute("value") == (
+        checked
+    )
+    assert (
+        page.locator("#quote").input_value()
+        == ClaimLabel.objects.get(assignment=task).evidence_quote
+    )
+    assert not saves
+    assert list(ClaimLabel.objects.filter(assignment=task).values("support", "version")) == before
