@@ -150,7 +150,9 @@ def import_bundle(
                 label_schema=(bundle.label_schema or LabelSchema()).as_dict(),
             )
         else:
+            state_read = project.state
             project = Project.objects.select_for_update().get(pk=project.pk)
+            _still_as_planned(project, state_read, existing, plan)
             if bundle.label_schema is not None and bundle.label_schema != project.schema:
                 project.label_schema = bundle.label_schema.as_dict()
                 project.save(update_fields=["label_schema"])
@@ -158,6 +160,37 @@ def import_bundle(
         _write(project, bundle, existing, plan, result, progress)
         _maintain(result)
     return result
+
+
+def _still_as_planned(project: Project, state_read: str, existing: dict, plan) -> None:
+    """The plan was made from the project as it was read, before the file was parsed (which
+    takes a while for a big one), without locks: a lead may have opened labelling meanwhile,
+    or a reviewer taken an answer this replace deletes. Under the project's row lock, with
+    the replaced answers' rows locked too (next_task creates an assignment only while holding
+    its answer's row, and skips rows locked here), refuse if either happened: deleting the
+    answer would delete the reviewer's labels, and what the plan allows in set-up differs
+    from what it allows once labelling is open."""
+    if project.state != state_read:
+        raise ServiceError(
+            f"The project changed from {state_read} to {project.state} while this file was "
+            "being read: nothing was imported; import it again."
+        )
+    stale = [existing["answer"][a.answer_id][0] for a in plan.changed["answer"]]
+    if not stale:
+        return
+    list(Answer.objects.select_for_update().filter(pk__in=stale).values_list("pk"))
+    taken = sorted(
+        Answer.objects.filter(pk__in=stale, assignments__isnull=False)
+        .values_list("answer_id", flat=True)
+        .distinct()
+    )
+    if taken:
+        shown = ", ".join(taken[:5]) + (f" and {len(taken) - 5} more" if len(taken) > 5 else "")
+        raise ServiceError(
+            f"A reviewer took {shown} while this file was being read: replacing it would "
+            "delete their labels. Nothing was imported; import the file again, and it is "
+            "checked against the labelled answer."
+        )
 
 
 def _maintain(result: ImportResult) -> None:

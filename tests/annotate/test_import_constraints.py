@@ -95,3 +95,74 @@ def test_the_command_reports_a_bad_slug_as_an_error_and_writes_nothing(tmp_path,
         call_command("import_bundle", str(path), "--project", "x" * 81)
     assert "the project slug is longer than 80 characters" in capsys.readouterr().err
     assert counts()["projects"] == 0
+
+
+# --- What changed while the file was read -------------------------------------------------
+
+
+def _during_parsing(action):
+    """A progress callback that acts once the file is parsed: as a reviewer or a lead would,
+    between the import's unlocked plan and its locked writes."""
+    done = []
+
+    def progress(stage, count):
+        if stage == "parsed" and not done:
+            done.append(action())
+
+    return progress
+
+
+def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
+    reviewer_a, monkeypatch
+):
+    from annotate.models import Assignment
+    from annotate.services import add_member, open_labelling
+    from annotate.services.base import ServiceError
+
+    import_bundle(lines=SMALL, project_slug="t")
+    project = Project.objects.get(slug="t")
+    add_member(project=project, username=reviewer_a.username, role="reviewer")
+    project = open_labelling(project=project)
+    answer = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")
+    before = counts()
+
+    from annotate.services import imports
+
+    planned = imports._plan
+
+    def plan_then_take(*args, **kwargs):
+        # The reviewer takes the answer right after the import has planned to replace it
+        # (the plan read who holds what without locks), before its transaction begins.
+        plan = planned(*args, **kwargs)
+        Assignment.objects.create(project=project, answer=answer, reviewer=reviewer_a)
+        return plan
+
+    monkeypatch.setattr(imports, "_plan", plan_then_take)
+    with pytest.raises(ServiceError, match="A reviewer took a2-deadline/baseline"):
+        import_bundle(
+            lines=[SMALL[0], json.dumps({**ANSWER, "sample": 1})],
+            project_slug="t",
+            replace=True,
+            confirm_deletions=True,
+        )
+    assert counts() == before
+    assert Assignment.objects.filter(answer=answer, reviewer=reviewer_a).exists()
+
+
+def test_an_import_refuses_when_labelling_opened_while_it_was_read(reviewer_a):
+    from annotate.services import add_member, open_labelling
+    from annotate.services.base import ServiceError
+
+    import_bundle(lines=SMALL, project_slug="t")
+    project = Project.objects.get(slug="t")
+    add_member(project=project, username=reviewer_a.username, role="reviewer")
+    before = counts()
+    with pytest.raises(ServiceError, match="changed from draft to open"):
+        import_bundle(
+            lines=[SMALL[0], json.dumps({**ANSWER, "sample": 1})],
+            project_slug="t",
+            replace=True,
+            confirm_deletions=True,
+            progress=_during_parsing(lambda: open_labelling(project=project)),
+        )
+    assert counts() == before
