@@ -429,8 +429,13 @@ def calibration_report(
             if g is not None and g != j
         ],
         "corrected": corrected,
-        "bias": _bias(gold, verdicts, scored),
-        "relevance": _relevance(gold, verdicts, split),
+        "bias": _bias(gold, verdicts, scored, evidence=project.schema.claim("evidence")),
+        # A field the project does not label has no figure at all (SPEC "Label schema").
+        **(
+            {"relevance": _relevance(gold, verdicts, split)}
+            if project.schema.answer("relevance")
+            else {}
+        ),
         "run": _run_summary(run, gold, verdicts),
         "problems": _problems(project, run, gold, verdicts),
     }
@@ -557,7 +562,9 @@ def _pass_rows(
     ]
 
 
-def _bias(gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored]) -> dict[str, Any]:
+def _bias(
+    gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored], *, evidence: bool
+) -> dict[str, Any]:
     judged = [
         (gold.claims[pk], v["label"]) for pk, v in verdicts.claims.items() if v["status"] == OK
     ]
@@ -589,11 +596,7 @@ def _bias(gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored]) -> dic
     variants = sorted(
         {c.answer.variant for c, _ in judged} | {c.answer.variant for c, *_ in on_gold}
     )
-    overlap = evidence_overlap(
-        [s.verdict["evidence_ids"] or [] for s in scored],
-        [_gold_evidence_ids(s.pair) for s in scored],
-    )
-    return {
+    bias = {
         "answer_length": by(tercile, range(3), lambda k: tercile_names[k]),
         "variant": by(lambda c: c.answer.variant, variants, str),
         "abstention": by(
@@ -601,8 +604,13 @@ def _bias(gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored]) -> dic
             (False, True),
             lambda k: "abstained" if k else "answered",
         ),
-        "evidence_overlap": overlap.as_dict(),
     }
+    if evidence:  # without evidence labels there is no gold to overlap with
+        bias["evidence_overlap"] = evidence_overlap(
+            [s.verdict["evidence_ids"] or [] for s in scored],
+            [_gold_evidence_ids(s.pair) for s in scored],
+        ).as_dict()
+    return bias
 
 
 def _gold_evidence_ids(pair: ItemPair) -> list[str]:

@@ -370,7 +370,9 @@ def judge_run(request, project, role, run_pk):
         "split_form": split_form,
         "r": report,
         "confusion": _confusion_rows(report["confusion"] or report["binary"]["confusion"]),
-        "relevance_confusion": _confusion_rows(report["relevance"]["confusion"]),
+        "relevance_confusion": _confusion_rows(report["relevance"]["confusion"])
+        if report.get("relevance")
+        else None,
         "per_label": report["per_label"],
         "charts": calibration_charts(report),
         "settings_json": json.dumps(run.settings, ensure_ascii=False, sort_keys=True),

@@ -80,7 +80,7 @@ def test_agreement_has_support_on_its_binary_scale_and_no_field_the_schema_leave
         assert name not in out.getvalue()
 
 
-def test_adjudication_gold_and_calibration_follow_the_binary_schema(halu, lead):
+def test_adjudication_gold_and_calibration_follow_the_binary_schema(halu, lead, client):
     _, claim_pairs = pairs_for_project(halu)
     disputed = [p for p in claim_pairs if p.pending]
     assert disputed, "the fixture has disputes"
@@ -91,6 +91,13 @@ def test_adjudication_gold_and_calibration_follow_the_binary_schema(halu, lead):
     assert before["corrected"]["excluded"]["pending_dispute"] > 0
     assert before["confusion"]["labels"] == ["supported", "unsupported"]
     assert "relevance" not in json.dumps(before["bias"])
+    # Relevance and evidence are off: no figure for them, not even an undefined one.
+    assert "relevance" not in before and "evidence_overlap" not in before["bias"]
+    client.login(username=lead.username, password=PASSWORD)
+    run = JudgeRun.objects.get(project=halu, name="strict-binary")
+    page = client.get(reverse("judge_run", args=[halu.slug, run.pk])).content.decode()
+    assert "Answer relevance" not in page and "Evidence overlap" not in page
+    assert "no gold evidence to compare with" in page
 
     for pair in disputed:
         answer = Answer.objects.get(pk=pair.answer_id)
