@@ -39,12 +39,19 @@ Kind = StoredReport.Kind
 
 
 def _code_version() -> str:
-    """The source of the statistics modules: a deploy that changes how a report is computed
-    makes every stored one stale, without anyone having to remember a version number."""
-    root = Path(__file__).resolve().parent.parent / "evaluation"
+    """The source of the statistics modules and of what they read gold through (the gold and
+    support_binary derivation, the label schema): a deploy that changes how a report is
+    computed makes every stored one stale, without anyone having to remember a version
+    number."""
+    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted(root.glob("*.py")):
-        digest.update(path.name.encode())
+    sources = [
+        *root.glob("evaluation/*.py"),
+        root / "annotate/gold.py",
+        root / "annotate/schema.py",
+    ]
+    for path in sorted(sources):
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
