@@ -113,3 +113,17 @@ def test_the_way_back_the_preferences_and_the_api_are_one_click_away(client, ope
     assert 'data-shortcuts="off"' in client.get(page_url(mine)).content.decode()
     form = client.get(reverse("preferences")).content.decode()
     assert 'name="single_key_shortcuts"' in form and "checked" not in form
+
+
+def test_controls_name_what_they_describe_and_act_on(client, opened, reviewer_a):
+    """The preference's help is announced with its box (its id is the one Django's
+    aria-describedby names); each passage's evidence box and citation verdict say which
+    passage they are for, so a screen reader moving through them can tell them apart."""
+    mine = task(opened, reviewer_a)
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    form = client.get(reverse("preferences")).content.decode()
+    described = re.search(r'aria-describedby="([^"]+)"', form).group(1)
+    assert f'id="{described}"' in form
+    page = client.get(page_url(mine)).content.decode()
+    names = re.findall(r'Evidence <span class="visually-hidden">([^<]+)</span>', page)
+    assert names and len(set(names)) == len(names)
