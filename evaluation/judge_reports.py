@@ -376,11 +376,15 @@ def calibration_report(
     )
     n = rates.n
     urls = _answer_urls(project.slug, run.pk)  # reversed once for every item's link
-    disagreement_labels = (
-        [(s.gold_binary, s.judge_binary) for s in scored]
-        if scale == "binary"
-        else [(s.gold_support, s.judge) for s in scored]
-    )
+    # Three-way items compare three-way labels; an item whose gold subtype is still pending
+    # (both reviewers said unsupported, differently) compares on the binary scale, since it
+    # counts in TPR and the corrections there: a lead must find the items behind those.
+    disagreement_labels = [
+        (s.gold_binary, s.judge_binary)
+        if scale == "binary" or s.gold_support is None
+        else (s.gold_support, s.judge)
+        for s in scored
+    ]
     return {
         "project": project.slug,
         "judge": run.name,

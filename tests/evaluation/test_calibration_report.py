@@ -595,3 +595,24 @@ def test_the_compare_page_says_what_is_missing_or_wrong(client, built, lead):
     wrong = client.get(f"{url}?a={run_a.pk}&b=999999").content.decode()
     assert "Run B: Select a valid choice." in wrong
     assert client.get(f"{url}?a={run_a.pk}&b={run_b.run.pk}").context["c"] is not None
+
+
+def test_an_unsupported_claim_whose_subtype_is_pending_is_listed_when_the_judge_passes_it(
+    db, lead, reviewer_a, outsider
+):
+    """Both reviewers said unsupported, one 'contradicted', one 'insufficient evidence': the
+    subtype waits for a lead, the binary gold does not, and the claim counts in TPR. When the
+    judge calls it supported, it is among the disagreements a lead reads behind that TPR."""
+    items = [
+        Item("judge_test", (C, I), S),  # missed on the binary scale: listed
+        Item("judge_test", (C, I), C),  # right on the binary scale: not listed
+        Item("judge_test", S, S),
+        Item("judge_test", S, C),  # a three-way disagreement as before
+    ]
+    project, answer_ids = build_project(items, slug="pending-subtype")
+    run = import_judge_run(lines=judge_lines(items, answer_ids), project=project).run
+    r = calibration_report(run=run)
+    assert {(d["gold"], d["judge"]) for d in r["disagreements"]} == {
+        ("unsupported", "supported"),
+        ("supported", "contradicted"),
+    }
