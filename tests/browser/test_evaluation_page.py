@@ -65,3 +65,20 @@ def test_report_shows_its_data_without_javascript(browser, live_server, demo, le
         expect(page.locator("#table-stages")).to_contain_text("not_retrieved")
     finally:
         context.close()
+
+
+def test_a_table_filter_keeps_the_keyboard_focus_through_its_swap(page, demo, lead):
+    """Each filter form sits inside the table htmx replaces: htmx puts focus back only on an
+    element with the same id, so every select (and pager link) has one; without it, each
+    arrow key on a select swapped the table and dropped focus to the page."""
+    login(page, lead)
+    page.goto(f"/p/{demo.slug}/evaluation/")
+    page.wait_for_selector("body")
+    select = page.locator("#table-diagnosis-dv")
+    select.focus()
+    with page.expect_response(
+        lambda r: "/evaluation/" in r.url and r.request.headers.get("hx-request")
+    ):
+        select.select_option(index=1)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id")
+    assert page.evaluate("() => document.activeElement.id") == "table-diagnosis-dv"
