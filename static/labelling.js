@@ -257,14 +257,20 @@
     const template = document.createElement("template");
     template.innerHTML = html;
     let text = "";
+    let refocus = null;
     template.content.querySelectorAll("[id]").forEach((part) => {
       if (read && part.id === read) { text = part.textContent; return; }
       if (!part.hasAttribute("hx-swap-oob")) return;
       part.removeAttribute("hx-swap-oob");
       const old = document.getElementById(part.id);
-      if (old) old.replaceWith(part);
+      if (!old) return;
+      // A keyboard user on the claim being saved keeps their place: focus moves to the
+      // element that replaces the one they were on.
+      if (old.contains(document.activeElement)) refocus = part;
+      old.replaceWith(part);
     });
-    decorate();
+    decorate(); // gives the claims their tab stops again
+    if (refocus) refocus.focus({ preventScroll: true });
     refreshStatus();
     return text;
   }

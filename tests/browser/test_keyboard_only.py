@@ -231,3 +231,17 @@ def test_keys_and_selections_change_nothing_on_a_submitted_task(page, demo, revi
     )
     assert not saves
     assert list(ClaimLabel.objects.filter(assignment=task).values("support", "version")) == before
+
+
+def test_a_save_keeps_focus_on_the_claim_it_replaces(page, demo, reviewer_a):
+    """Tab to the selected claim and press 1: the save's reply replaces that claim's element,
+    and focus moves to its replacement instead of falling to the page."""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "a2-weight/baseline")
+    open_task(page, task)
+    page.locator("#claim-span-0").focus()
+    with page.expect_response(lambda r: "/claims/0/" in r.url):
+        page.keyboard.press("1")
+    page.wait_for_function("() => document.getElementById('claim-span-0').dataset.label")
+    page.wait_for_timeout(100)
+    assert page.evaluate("() => document.activeElement.id") == "claim-span-0"
