@@ -50,6 +50,19 @@ def backend_problem() -> str | None:
     return None
 
 
+def liveness() -> dict:
+    """The database and the task backend: what a worker process needs to take jobs."""
+    if not database_ok():
+        return {"database": "unreachable", "problems": ["the database does not answer"]}
+    problem = backend_problem()
+    return {
+        "database": "ok",
+        "tasks": settings.CLAIMDESK_TASKS,
+        "task_backend": "ok" if problem is None else "unreachable",
+        "problems": [problem] if problem else [],
+    }
+
+
 def full() -> dict:
     """Everything `manage.py healthcheck` prints, with `problems` saying what is wrong."""
     from jobs.models import Job

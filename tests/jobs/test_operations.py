@@ -119,6 +119,10 @@ def test_healthcheck_reports_the_jobs_and_fails_on_a_lost_worker(settings, lead)
     with pytest.raises(CommandError, match="lost their worker") as failure:
         call_command("healthcheck", stdout=StringIO())
     assert "is a worker running" in str(failure.value)
+    # A worker container's check: the lost job is not this worker's health.
+    out = StringIO()
+    call_command("healthcheck", "--liveness", stdout=out)
+    assert "database: ok" in out.getvalue() and out.getvalue().rstrip().endswith("healthy")
 
 
 @pytest.mark.django_db

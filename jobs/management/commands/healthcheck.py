@@ -8,14 +8,21 @@ from jobs import health
 class Command(BaseCommand):
     help = (
         "Check the database, the task backend and the background jobs; exits non-zero when "
-        "something is wrong (for monitoring and container health checks)."
+        "something is wrong (for monitoring). --liveness checks only what a worker needs to "
+        "run (the database and the task backend): a worker container's health check, which "
+        "a job lost earlier must not mark unhealthy."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument(
+            "--liveness",
+            action="store_true",
+            help="only the database and the task backend, not the jobs",
+        )
 
     def handle(self, *args, **options):
-        report = health.full()
+        report = health.liveness() if options["liveness"] else health.full()
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
         else:
