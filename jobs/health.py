@@ -14,7 +14,6 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 # A job waiting longer than this means no worker is taking jobs.
-QUEUED_TOO_LONG = timedelta(minutes=5)
 
 
 def database_ok() -> bool:
@@ -65,7 +64,7 @@ def liveness() -> dict:
 
 def full() -> dict:
     """Everything `manage.py healthcheck` prints, with `problems` saying what is wrong."""
-    from jobs.models import Job
+    from jobs.models import QUEUED_TOO_LONG, Job
 
     problems: list[str] = []
     report: dict = {"database": "ok", "tasks": settings.CLAIMDESK_TASKS}

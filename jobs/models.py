@@ -18,6 +18,10 @@ from django.utils import timezone
 
 from annotate.models import Project
 
+# A queued job that no worker has started in this long is reported (manage.py healthcheck)
+# and may be sent again (Retry).
+QUEUED_TOO_LONG = timedelta(minutes=5)
+
 
 class JobQuerySet(models.QuerySet):
     def visible_to(self, user) -> JobQuerySet:
@@ -118,10 +122,20 @@ class Job(models.Model):
         return age > settings.CLAIMDESK_JOB_STALE_SECONDS
 
     @property
+    def waited_too_long(self) -> bool:
+        """Queued for longer than any worker should take to start it: no worker runs, or its
+        task was lost on the way (Redis restarted without persistence, a worker killed before
+        it claimed it). Sending it again is safe: a task delivered twice runs once."""
+        if self.status != self.Status.QUEUED:
+            return False
+        return timezone.now() - self.created_at > QUEUED_TOO_LONG
+
+    @property
     def retryable(self) -> bool:
-        """A failure the same file may get past: a crash, a lost worker, a database error.
-        A file refused line by line would be refused again, and is not kept."""
-        if self.stalled:
+        """A failure the same file may get past: a crash, a lost worker, a database error, a
+        task that never reached a worker. A file refused line by line would be refused
+        again, and is not kept."""
+        if self.stalled or self.waited_too_long:
             return True
         return self.status == self.Status.FAILED and bool(self.file or not self.is_import)
 

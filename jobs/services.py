@@ -101,7 +101,7 @@ def start_gold_export(
             .order_by("-created_at")
             .first()
         )
-        if same is not None and not same.stalled:
+        if same is not None and not same.stalled and not same.waited_too_long:
             return same
         job = Job.objects.create(
             kind=Job.Kind.GOLD_EXPORT,
@@ -129,6 +129,8 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
             raise ServiceError("This job is still running: there is nothing to retry.")
         if confirm_deletions:
             job.params = {**job.params, "confirm_deletions": True}
+        if job.waited_too_long:
+            job.created_at = timezone.now()  # sent again: its wait starts over
         job.status = Job.Status.QUEUED
         job.errors, job.failure, job.result = [], "", {}
         job.stage, job.lines_read, job.rows_written = "", 0, 0

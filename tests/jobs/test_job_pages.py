@@ -99,6 +99,34 @@ def test_a_job_that_lost_its_worker_offers_retry_and_retrying_queues_it(queued, 
     assert "still running" in again.content.decode()
 
 
+def test_a_job_no_worker_started_can_be_sent_again_and_is_not_reused(queued, lead):
+    """Its task may have been lost on the way (a Redis restart without persistence): after
+    five minutes in the queue the page says so and offers Retry, which sends it again and
+    starts its wait over; and a gold export of the same labels does not hand it back."""
+    from django_tasks_db.models import DBTaskResult
+
+    Job.objects.filter(pk=queued.pk).update(created_at=timezone.now() - timedelta(minutes=6))
+    job = Job.objects.get(pk=queued.pk)
+    assert job.waited_too_long and job.retryable
+    client = signed_in(lead)
+    html = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "No worker has started it yet" in html and ">Retry</button>" in html
+    tasks = DBTaskResult.objects.count()
+    assert client.post(f"/jobs/{job.pk}/retry/").status_code == 302
+    job.refresh_from_db()
+    assert job.status == Job.Status.QUEUED and not job.waited_too_long
+    assert DBTaskResult.objects.count() == tasks + 1
+
+    export = services.start_gold_export(
+        project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000
+    )
+    Job.objects.filter(pk=export.pk).update(created_at=timezone.now() - timedelta(minutes=6))
+    again = services.start_gold_export(
+        project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000
+    )
+    assert again.pk != export.pk
+
+
 def test_the_api_retries_a_lost_job_and_refuses_a_refused_file(queued, lead):
     client = token_client(lead)
     job = lost(queued)
