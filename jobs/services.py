@@ -11,6 +11,7 @@ these.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -408,8 +409,15 @@ def _gold_export(job: Job, progress: Progress) -> None:
     # One snapshot of the labels for the whole file, as one long SELECT would see them. The
     # job's row is written after it, outside: under REPEATABLE READ the heartbeat's updates
     # of that row would make the final one a serialization failure.
+    # SQLite has no read-only transaction here: settings open every transaction IMMEDIATE
+    # (the write lock), and holding that for the whole file would stall every label save
+    # until SQLite's timeout. There the file is read outside a transaction, query by query:
+    # SQLite is the single-machine demo setting; a team runs PostgreSQL (README).
     fresh_transaction = not connection.in_atomic_block  # inside a request's, it has a snapshot
-    with transaction.atomic():
+    snapshot = (
+        transaction.atomic() if connection.vendor != "sqlite" or not fresh_transaction else None
+    )
+    with snapshot or contextlib.nullcontext():
         if connection.vendor == "postgresql" and fresh_transaction:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
