@@ -129,7 +129,10 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
                 raise ServiceError("This job cannot be retried: upload the file again.")
             raise ServiceError("This job is still running: there is nothing to retry.")
         if confirm_deletions:
-            job.params = {**job.params, "confirm_deletions": True}
+            # What the lead was shown, and only that: if the replace would delete more by the
+            # time it runs, it stops again and lists it.
+            shown = (job.result or {}).get("deletions") or True
+            job.params = {**job.params, "confirm_deletions": shown}
         if job.waited_too_long:
             job.created_at = timezone.now()  # sent again: its wait starts over
         job.status = Job.Status.QUEUED

@@ -115,7 +115,7 @@ def import_bundle(
     project_slug: str,
     name: str | None = None,
     replace: bool = False,
-    confirm_deletions: bool = False,
+    confirm_deletions: bool | list[str] = False,
     progress: Callable[[str, int], None] | None = None,
 ) -> ImportResult:
     """Import a bundle into a project, creating the project if needed. All or nothing:
@@ -123,7 +123,9 @@ def import_bundle(
 
     A `replace` that would delete anything -- the answers it replaces take their claims and
     every judge verdict about them along -- raises DeletionsNotConfirmed listing it all, and
-    writes nothing, unless `confirm_deletions`."""
+    writes nothing, unless `confirm_deletions`: True, or the very lines a lead was shown
+    (Deletions.lines()) -- a confirmation given for those does not cover what the replace
+    would delete now if that has changed since (another judge run's verdicts, say)."""
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         _check_new_project(project_slug, name)
@@ -137,9 +139,11 @@ def import_bundle(
     )
     labelled = _labelled_answer_pks(project)
     plan = _plan(bundle, existing, project, replace=replace, labelled=labelled)
-    if plan.changed["answer"] and not confirm_deletions:
+    if plan.changed["answer"] and confirm_deletions is not True:
         stale = [existing["answer"][a.answer_id][0] for a in plan.changed["answer"]]
-        raise DeletionsNotConfirmed(deletions_of(stale, plan.changed["answer"]))
+        deletions = deletions_of(stale, plan.changed["answer"])
+        if confirm_deletions != deletions.lines():
+            raise DeletionsNotConfirmed(deletions)
     with transaction.atomic():
         created_project = project is None
         if project is None:

@@ -28,7 +28,7 @@ def import_ragas(
     variant: str,
     name: str | None = None,
     replace: bool = False,
-    confirm_deletions: bool = False,
+    confirm_deletions: bool | list[str] = False,
     progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project

@@ -242,3 +242,37 @@ def test_a_replace_that_deletes_waits_for_a_confirmation_on_the_page_and_in_the_
     assert retried.status_code == 202
     assert api.get(f"/api/v1/jobs/{started.json()['id']}/").json()["status"] == "succeeded"
     assert Verdict.objects.count() == 0
+
+
+def test_a_confirmation_covers_only_the_deletions_the_lead_was_shown(team, lead):
+    """The lead is shown 'deletes 2 verdicts of run j'; before they confirm, run k gives
+    verdicts about the same answer. The confirmation does not reach k's: the job stops again
+    and lists them, and a second confirmation (of what is shown now) imports."""
+    import json
+
+    from evaluation.judges import import_judge_run
+    from evaluation.models import Verdict
+
+    body = _a_replace_that_deletes_verdicts(team)
+    client = signed_in(lead)
+    client.post(
+        f"/p/{team.slug}/upload/",
+        {"format": "bundle", "replace": "on", "file": SimpleUploadedFile("b.jsonl", body)},
+    )
+    job = Job.objects.latest("created_at")
+    assert job.status == Job.Status.FAILED and "run 'k'" not in " ".join(job.result["deletions"])
+    run = [{"type": "run", "judge": "k", "model": "m/x", "prompt": "p"}] + [
+        {"type": "verdict", "answer_id": "a2-deadline/baseline", "claim_index": i, "raw": "{}"}
+        | {"label": "supported"}
+        for i in (0, 1)
+    ]
+    import_judge_run(lines=[json.dumps(r) for r in run], project=team, name="k")
+
+    client.post(f"/jobs/{job.pk}/retry/", {"confirm_deletions": "1"})
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
+    assert "2 verdict(s) of judge run 'k' about them" in " ".join(job.result["deletions"])
+    assert Verdict.objects.count() == 4
+    client.post(f"/jobs/{job.pk}/retry/", {"confirm_deletions": "1"})
+    assert Job.objects.get(pk=job.pk).status == Job.Status.SUCCEEDED
+    assert Verdict.objects.count() == 0
