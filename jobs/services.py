@@ -273,9 +273,12 @@ def _fail(
         "finished_at": timezone.now(),
     }
     if drop_file and job.file:
-        storage().delete(job.file)
         fields["file"] = ""
-    Job.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields)
+    # Only the current attempt ends the job: a superseded one (its worker thought lost and
+    # retried) changes nothing, and above all leaves the file the retry is reading.
+    ended = Job.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields)
+    if ended and drop_file and job.file:
+        storage().delete(job.file)
 
 
 def bundle_errors(job: Job) -> BundleInvalid | None:

@@ -276,3 +276,14 @@ def test_a_confirmation_covers_only_the_deletions_the_lead_was_shown(team, lead)
     client.post(f"/jobs/{job.pk}/retry/", {"confirm_deletions": "1"})
     assert Job.objects.get(pk=job.pk).status == Job.Status.SUCCEEDED
     assert Verdict.objects.count() == 0
+
+
+def test_a_superseded_attempt_that_fails_leaves_the_retry_its_file(queued, lead):
+    """Attempt 1 was thought lost and retried; it was alive after all, and now fails on the
+    file. It must not end the job nor delete the upload attempt 2 is reading."""
+    first = lost(queued)  # attempt 1, file kept
+    Job.objects.filter(pk=first.pk).update(attempt=2, status=Job.Status.RUNNING)
+    services._fail(first, failure="refused", drop_file=True)
+    job = Job.objects.get(pk=first.pk)
+    assert job.status == Job.Status.RUNNING and job.file == "uploads/kept.upload"
+    assert services.storage().exists("uploads/kept.upload")
