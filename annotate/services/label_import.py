@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from annotate import bulk
@@ -62,6 +63,20 @@ class LabelImportResult:
     unchanged: int = 0
 
 
+def _latest_labels(assignment_pks: list[int]) -> dict[int, dict]:
+    """Each assignment's latest submitted labels (its last LabelRevision), 500 at a time."""
+    latest: dict[int, dict] = {}
+    for start in range(0, len(assignment_pks), 500):
+        chunk = assignment_pks[start : start + 500]
+        newest = LabelRevision.objects.filter(assignment=OuterRef("assignment")).order_by("-number")
+        latest.update(
+            LabelRevision.objects.filter(assignment__in=chunk)
+            .filter(pk=Subquery(newest.values("pk")[:1]))
+            .values_list("assignment_id", "labels")
+        )
+    return latest
+
+
 def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImportResult:
     """Import reviewers' submitted labels (SPEC.md format), validated like the browser's
     submissions and under the project's label schema. All or nothing: raises BundleInvalid
@@ -97,6 +112,10 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     pending: list[_Pending] = []
     seen: dict[tuple[str, str], int] = {}
     result = LabelImportResult()
+    # Lines for a reviewer who already holds the answer: the same labels again are
+    # "unchanged", others a problem. Their latest revisions are read together after the
+    # loop (one query per 500), never one query per line.
+    again: list[tuple[int, int, dict, list[str], str]] = []
     for number, obj in JsonLines(lines, errors):
         problems: list[str] = [f"unknown field '{key}'" for key in sorted(set(obj) - LABEL_FIELDS)]
         problems += _off_fields(obj, schema)
@@ -131,12 +150,9 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
         snapshot = label_snapshot(assignment, labels, schema)
         previous = existing.get((answer.pk, user.pk))
         if previous is not None:
-            last = previous.revisions.order_by("-number").first()
-            if last is not None and last.labels == snapshot:
-                result.unchanged += 1
-                continue
-            problems.append(f"{user.username} already has labels for this answer")
-        elif holders[answer.pk] >= project.overlap:
+            again.append((number, previous.pk, snapshot, problems, user.username))
+            continue
+        if holders[answer.pk] >= project.overlap:
             problems.append(
                 f"this answer already has {holders[answer.pk]} reviewer(s), the project's overlap"
             )
@@ -145,7 +161,15 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
             errors.extend(BundleError(number, p) for p in problems)
         else:
             pending.append(_Pending(number, assignment, labels, snapshot))
+    latest = _latest_labels([assignment_pk for _, assignment_pk, *_ in again])
+    for number, assignment_pk, snapshot, problems, username in again:
+        if latest.get(assignment_pk) == snapshot:
+            result.unchanged += 1
+            continue
+        problems.append(f"{username} already has labels for this answer")
+        errors.extend(BundleError(number, p) for p in problems)
     if errors:
+        errors.sort(key=lambda e: e.line)
         raise BundleInvalid(errors)
     # The file's order is often case by case, variant by variant: neither the rows' ids nor
     # their times may keep it, or a reviewer's task list would replay it.
