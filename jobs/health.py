@@ -13,8 +13,6 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-# A job waiting longer than this means no worker is taking jobs.
-
 
 def database_ok() -> bool:
     try:
