@@ -80,7 +80,8 @@ def test_the_diagnosis_is_paged_filtered_and_complete_in_the_csv(client, large, 
     client.login(username=lead.username, password=PASSWORD)
     url = reverse("evaluation:report", args=[project.slug])
     page = client.get(url).content.decode()
-    table = page.split('id="table-diagnosis"')[1].split('id="table-')[0]
+    # up to the next table (the filters' own ids start with table-diagnosis-)
+    table = re.split(r'id="table-(?!diagnosis-)', page.split('id="table-diagnosis"')[1])[0]
     assert table.count("<tr>") - 1 == 50  # a page of rows under the header
     assert "of 400 rows" in table  # answerable cases' answers, both variants
     rows = list(
