@@ -40,14 +40,14 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
 
 ## make bench: every benchmark, on scratch PostgreSQL databases (claimdesk_bench, claimdesk_tasks_bench,
-## claimdesk_bench_http); bench/http.py is the reference one: gunicorn over real HTTP
+## claimdesk_bench_http); bench/reference.py is the reference one: gunicorn over real HTTP
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/import_bundle.py
 	$(BIN)/python bench/labelling.py
 	$(BIN)/python bench/agreement_gold.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/reports.py
-	$(BIN)/python bench/http.py
+	$(BIN)/python bench/reference.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

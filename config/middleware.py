@@ -74,7 +74,7 @@ class UploadLimitMiddleware:
 
 class QueryCountHeaderMiddleware:
     """`X-Query-Count` on every response: the database round trips the request made. For
-    bench/http.py, which measures a real server over HTTP; switched on only by the
+    bench/reference.py, which measures a real server over HTTP; switched on only by the
     CLAIMDESK_QUERY_COUNT_HEADER environment variable, never in a deployment."""
 
     def __init__(self, get_response):

@@ -92,7 +92,7 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a lockout into the login page's answer.
     "axes.middleware.AxesMiddleware",
 ]
-if env_bool("CLAIMDESK_QUERY_COUNT_HEADER"):  # bench/http.py only: counts queries per request
+if env_bool("CLAIMDESK_QUERY_COUNT_HEADER"):  # bench/reference.py only: counts queries per request
     MIDDLEWARE.insert(0, "config.middleware.QueryCountHeaderMiddleware")
 
 ROOT_URLCONF = "config.urls"

@@ -1,7 +1,7 @@
 """The reference benchmark: a real server over real HTTP, on a database that also holds a big
 project.
 
-Usage: python bench/http.py   (BENCH_DATABASE_URL overrides the default
+Usage: python bench/reference.py   (BENCH_DATABASE_URL overrides the default
 postgres://postgres@127.0.0.1:5432/claimdesk_bench_http, which is dropped and re-created;
 BENCH_TRAFFIC_SECONDS, default 120, is how long the labelling traffic runs before the
 workers' memory is read; BENCH_PORT, default 8765)
@@ -22,21 +22,16 @@ tests assert behaviour).
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path, where this file would shadow
-# the standard library's `http` (which Django imports): put the project root there instead.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)
-
-import os  # noqa: E402
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/claimdesk_bench_http"
 )
