@@ -65,12 +65,13 @@ def main() -> None:
     from django_tasks_db.models import DBTaskResult
 
     from annotate import exports
-    from annotate.services import add_member, open_labelling
+    from annotate.services import add_member, allow_creating_projects, open_labelling
     from jobs import reports, services
     from jobs.models import Job, StoredReport
 
     print(f"database: {connection.vendor}; load average at start: {os.getloadavg()}")
     lead = get_user_model().objects.create_user("bench-lead")
+    allow_creating_projects(user=lead)  # the import creates the project
     worker = subprocess.Popen(
         [sys.executable, "manage.py", "worker", "--interval", "0.1", "-v", "0"],
         cwd=ROOT,
