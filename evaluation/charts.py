@@ -418,7 +418,7 @@ def place_labels(
 
 def latency_histogram(
     variant: str,
-    values: Sequence[float],
+    counts: Sequence[int],
     edges: Sequence[float],
     *,
     max_count: int,
@@ -427,14 +427,14 @@ def latency_histogram(
     colour: str = VARIANT_COLOURS[0],
     width: int = 460,
 ) -> SafeString:
-    """elapsed_ms of one variant's answers on the shared bins, with the mean and p95 marked.
-    A bin's count is written above it only where it fits the bin's width (its tooltip and the
-    description always carry it); the mean and p95 labels never overlap each other."""
-    counts = bin_counts(values, edges)
+    """elapsed_ms of one variant's answers counted on the shared bins (``bin_counts``), with
+    the mean and p95 marked. A bin's count is written above it only where it fits the bin's
+    width (its tooltip and the description always carry it); the mean and p95 labels never
+    overlap each other."""
     left = 8
     plot_w = width - 2 * left
     span = edges[-1] - edges[0] or 1
-    title = f"Latency, {variant}: {len(values)} answers"
+    title = f"Latency, {variant}: {sum(counts)} answers"
     title_lines = wrap_text(title, width - 16, 12, bold=True)
     # The mean's label prefers the left of its line, p95's the right.
     marks = [

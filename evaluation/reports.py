@@ -67,6 +67,7 @@ from annotate.models import (
     Variant,
 )
 from annotate.schema import LabelSchema
+from evaluation.charts import bin_counts, latency_bins
 from evaluation.metrics import (
     FAILURE_LABELS,
     NDCG_GAIN,
@@ -87,7 +88,7 @@ from evaluation.metrics import (
     paired_transitions,
     reciprocal_rank_fusion,
     relevance_distribution,
-    retrieval_scores,
+    retrieval_scores_at,
 )
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -439,6 +440,11 @@ def evaluate(
                 if a.case.answerable
             ],
         }
+    latencies = {
+        name: [a.elapsed_ms for a in data.answers_of(name) if a.elapsed_ms is not None]
+        for name in names
+    }
+    edges = latency_bins([ms for values in latencies.values() for ms in values])
     return {
         "project": project.slug,
         "corpus_version": project.corpus_version,
@@ -458,6 +464,12 @@ def evaluate(
             "not_eligible": "a case with no positive grade is counted apart, never scored 0",
         },
         "variants": report_variants,
+        # Every variant's elapsed_ms counted on shared bins: the page's histograms, drawn
+        # from the stored report without reading 10,000 answers again.
+        "latency_histogram": {
+            "edges": edges,
+            "counts": {name: bin_counts(values, edges) for name, values in latencies.items()},
+        },
     }
 
 
@@ -497,15 +509,28 @@ def per_case_retrieval(
     answers: Iterable[AnswerData], k: int, ranking: str = "full", *, memo: dict | None = None
 ) -> tuple[dict[str, dict[str, float]], int, int]:
     """Each eligible case's retrieval scores at k, averaged over its samples; and the number
-    of cases that are not eligible and that recorded no ranking. ``memo`` keeps each case's
-    result for a later call over the same answers (the slices of one report share cases)."""
-    scores: dict[str, dict[str, float]] = {}
-    not_eligible = no_ranking = 0
+    of cases that are not eligible and that recorded no ranking."""
+    return per_case_retrieval_at(answers, (k,), ranking, memo=memo)[k]
+
+
+def per_case_retrieval_at(
+    answers: Iterable[AnswerData],
+    ks: Sequence[int],
+    ranking: str = "full",
+    *,
+    memo: dict | None = None,
+) -> dict[int, tuple[dict[str, dict[str, float]], int, int]]:
+    """``per_case_retrieval`` at every k in ``ks``, each case scored once for all of them.
+    ``memo`` keeps each case's result for a later call over the same answers (the slices of
+    one report share cases)."""
+    ks = tuple(ks)
+    scores: dict[int, dict[str, dict[str, float]]] = {k: {} for k in ks}
+    not_eligible = no_ranking = 0  # the same at every k
     for case_id, case_answers in _by_case(answers).items():
-        key = (case_id, tuple(a.pk for a in case_answers), ranking, k)
+        key = (case_id, tuple(a.pk for a in case_answers), ranking, ks)
         outcome = memo.get(key) if memo is not None else None
         if outcome is None:
-            outcome = _case_retrieval(case_answers, k, ranking)
+            outcome = _case_retrieval(case_answers, ks, ranking)
             if memo is not None:
                 memo[key] = outcome
         if outcome == NOT_ELIGIBLE:
@@ -513,30 +538,35 @@ def per_case_retrieval(
         elif outcome == NO_RANKING:
             no_ranking += 1
         else:
-            scores[case_id] = outcome
-    return scores, not_eligible, no_ranking
+            for k in ks:
+                scores[k][case_id] = outcome[k]
+    return {k: (scores[k], not_eligible, no_ranking) for k in ks}
 
 
 NOT_ELIGIBLE, NO_RANKING = "not eligible", "no ranking"
 
 
-def _case_retrieval(case_answers: list[AnswerData], k: int, ranking: str):
+def _case_retrieval(case_answers: list[AnswerData], ks: Sequence[int], ranking: str):
+    """NOT_ELIGIBLE, NO_RANKING, or each k's scores averaged over the case's samples."""
     grades = case_answers[0].case.grades
     ranked = [a for a in case_answers if a.ranking]
     try:
         # With no ranking at all, scoring an empty one still tells eligibility apart.
-        per_sample = [retrieval_scores(a.ranked(ranking), grades, k) for a in ranked] or [
-            retrieval_scores([], grades, k)
+        per_sample = [retrieval_scores_at(a.ranked(ranking), grades, ks) for a in ranked] or [
+            retrieval_scores_at([], grades, ks)
         ]
     except NotEligible:
         return NOT_ELIGIBLE
     if not ranked:
         return NO_RANKING
     return {
-        "recall": _mean([s.recall for s in per_sample]),
-        "precision": _mean([s.precision for s in per_sample]),
-        "mrr": _mean([s.reciprocal_rank for s in per_sample]),
-        "ndcg": _mean([s.ndcg for s in per_sample]),
+        k: {
+            "recall": _mean([s[k].recall for s in per_sample]),
+            "precision": _mean([s[k].precision for s in per_sample]),
+            "mrr": _mean([s[k].reciprocal_rank for s in per_sample]),
+            "ndcg": _mean([s[k].ndcg for s in per_sample]),
+        }
+        for k in ks
     }
 
 
@@ -544,8 +574,9 @@ def _retrieval(answers: list[AnswerData], ks: Sequence[int], memo: dict | None =
     block: dict[str, dict] = {}
     for ranking in RANKINGS:
         block[ranking] = {}
+        by_k = per_case_retrieval_at(answers, ks, ranking, memo=memo)
         for k in ks:
-            scores, not_eligible, no_ranking = per_case_retrieval(answers, k, ranking, memo=memo)
+            scores, not_eligible, no_ranking = by_k[k]
             row: dict[str, Any] = {
                 name: mean_over_eligible(s[name] for s in scores.values()).mean
                 for name in RETRIEVAL_METRICS

@@ -1,8 +1,11 @@
 """Lead-only evaluation report: one page, six sections, every table also as CSV.
 
-The view parses the GET parameters (which two variants to compare, k, the latency budget and
-the unsupported-answer limit), calls evaluation.reports once (eleven queries whatever the size
-of the project) and renders; ``?format=csv&table=NAME`` returns that table instead.
+The report is the one stored per state of the project's data (jobs.reports, as the API reads
+it): a small project's is computed in the request, a large one's by a worker, and until the
+first one is there the page says it is being computed. The view parses the GET parameters
+(which two variants to compare, k, the latency budget and the unsupported-answer limit) and
+renders from the stored report; ``?format=csv&table=NAME`` returns one table instead. A
+comparison of two variants is stored the same way, under the two variants and k.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET
 
 from annotate import csvsafe
-from annotate.models import Role
+from annotate.models import Answer, Role, Variant
 from annotate.paging import paginate
 from annotate.report_cache import reports_of
 from annotate.views import project_view
@@ -27,15 +30,13 @@ from evaluation.reports import (
     STAGE_ROWS,
     Column,
     Table,
-    compare,
     comparison_tables,
-    evaluate,
     limits_table,
-    load,
     report_tables,
     text_value,
     variant_limits,
 )
+from jobs import reports as stored_reports
 
 DEFAULT_COMPARE_K = 5
 # Long, case-by-case tables start folded; their counts are in the tables above them.
@@ -123,31 +124,42 @@ def parse_params(get, variant_names: list[str]) -> Params:
 def report(request, project, role):
     """The report: charts and aggregate tables first, then the per-case tables a page at a
     time (filterable; an htmx request for one of them gets that table alone). Every table's
-    CSV is the full table. The computed report is kept per data version (annotate.report_cache):
-    only the first view after a change computes it."""
-    reports = reports_of(project)
-    data, result = reports.get("evaluation", lambda: _evaluate(project))
+    CSV is the full table. What the page derives from the stored report (tables, charts) is
+    kept in this process (annotate.report_cache) under the stored report's date, so a later
+    view, another page of a table or a CSV costs no recomputation."""
+    stored = stored_reports.read(project=project, kind=stored_reports.Kind.EVALUATION)
+    if stored.pending:
+        return stored_reports.pending_page(
+            request, project=project, role=role, title="Evaluation report", current="evaluation"
+        )
+    result = stored.result
+    reports = reports_of(project, version=stored.version)
     names = list(result["variants"])
     params = parse_params(request.GET, names)
-    comparison = None
+    comparison = compared = None
     if params.a and params.b and params.a != params.b:
-        comparison = reports.get(
-            ("compare", params.a, params.b, params.k),
-            lambda: compare(project, params.a, params.b, k=params.k, data=data),
+        variant_pks = reports.get(
+            "variant-pks",
+            lambda: dict(Variant.objects.filter(project=project).values_list("name", "pk")),
         )
+        key = stored_reports.comparison_key(variant_pks[params.a], variant_pks[params.b], params.k)
+        compared = stored_reports.read(
+            project=project, kind=stored_reports.Kind.COMPARISON, key=key, version=stored.version
+        )
+        comparison = compared.result  # None while a worker computes the first one
     limits = variant_limits(
         result,
         latency_budget_ms=params.latency_budget,
         unsupported_limit=params.unsupported_limit,
     )
     tables = {
-        **reports.get("evaluation-tables", lambda: report_tables(result)),
+        **reports.get(("evaluation-tables", stored.computed_at), lambda: report_tables(result)),
         "variants": limits_table(result, limits),
     }
     if comparison is not None:
         tables.update(
             reports.get(
-                ("comparison-tables", params.a, params.b, params.k),
+                ("comparison-tables", params.a, params.b, params.k, compared.computed_at),
                 lambda: {**comparison_tables(comparison), **case_transitions(comparison)},
             )
         )
@@ -158,7 +170,10 @@ def report(request, project, role):
             raise Http404("No such table.")
         return _csv_response(project.slug, table)
 
-    answer_pks = reports.get("answer-pks", lambda: {a.answer_id: a.pk for a in data.answers})
+    answer_pks = reports.get(
+        "answer-pks",
+        lambda: dict(Answer.objects.filter(project=project).values_list("answer_id", "pk")),
+    )
     shown = TableContext(request, project.slug, answer_pks, names)
     target = request.htmx.target if request.htmx else None
     if target in PAGED_TARGETS and PAGED_TARGETS[target] in tables:
@@ -182,21 +197,20 @@ def report(request, project, role):
         "report": result,
         "variants": list(result["variants"].values()),
         "sections": sections,
-        "charts": reports.get(("charts", params.k), lambda: _charts(result, data, params.k)),
+        "charts": reports.get(
+            ("charts", params.k, stored.computed_at), lambda: _charts(result, params.k)
+        ),
         "params": params,
         "comparison": comparison,
+        "compared": compared,
         "limits": limits,
         "limits_set": params.latency_budget is not None or params.unsupported_limit is not None,
         "meeting": [row["variant"] for row in limits if row["meets_both"]],
         "variant_names": names,
-        "has_labels": any(a.labelled for a in data.answers),
+        "has_labels": any(v["generation"]["all"]["labelled"] for v in result["variants"].values()),
+        "stored": stored,
     }
     return render(request, "evaluation/report.html", context)
-
-
-def _evaluate(project):
-    data = load(project)
-    return data, evaluate(project, data=data)
 
 
 def _csv_response(slug: str, table: Table) -> StreamingHttpResponse:
@@ -418,7 +432,7 @@ def _groups(table: Table):
     return [(key, columns, shown, originals) for key, (shown, originals) in grouped.items()]
 
 
-def _charts(report: dict, data, k: int) -> dict:
+def _charts(report: dict, k: int) -> dict:
     """The report's small multiples, slice "all". Every bar carries its 95% interval: Wilson
     for the rates (counts out of n), the conservative bounded-mean interval for the retrieval
     means and mean relevance (evaluation.intervals)."""
@@ -449,23 +463,16 @@ def _charts(report: dict, data, k: int) -> dict:
             bars.append(charts.Bar(name, value, n, colours[name], ci))
         return charts.bar_chart(title, bars, max_value=max_value)
 
-    all_ms = [a.elapsed_ms for a in data.answers if a.elapsed_ms is not None]
-    edges = charts.latency_bins(all_ms)
+    histogram = report["latency_histogram"]
+    edges = histogram["edges"]
+    max_count = max((max(counts, default=0) for counts in histogram["counts"].values()), default=1)
     latency = []
-    per_variant = {
-        name: [a.elapsed_ms for a in data.answers_of(name) if a.elapsed_ms is not None]
-        for name, _ in variants
-    }
-    max_count = max(
-        (max(charts.bin_counts(values, edges), default=0) for values in per_variant.values()),
-        default=1,
-    )
     for name, v in variants:
         summary = v["generation"]["all"]["latency"]
         latency.append(
             charts.latency_histogram(
                 name,
-                per_variant[name],
+                histogram["counts"][name],
                 edges,
                 max_count=max_count,
                 mean=summary["mean"],

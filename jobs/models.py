@@ -173,6 +173,28 @@ WRITE_SHARE = {
 }
 
 
+class OrderedJSONField(models.JSONField):
+    """JSON kept as written, key order included: PostgreSQL's jsonb (JSONField's type there)
+    reorders an object's keys by length, so a report read back listed its variants, slices and
+    stages in another order than it was computed in, and a page showed them so. Stored in a
+    ``json`` column on PostgreSQL, which keeps the text; nothing queries inside it."""
+
+    def db_type(self, connection):
+        return "json" if connection.vendor == "postgresql" else super().db_type(connection)
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if connection.vendor != "postgresql" or value is None:
+            return super().get_db_prep_value(value, connection, prepared)
+        from psycopg.types.json import Json
+
+        return Json(value if prepared else self.get_prep_value(value))
+
+    def from_db_value(self, value, expression, connection):
+        if value is not None and not isinstance(value, str):
+            return value  # psycopg decodes a json column itself, keeping the order
+        return super().from_db_value(value, expression, connection)
+
+
 class StoredReport(models.Model):
     """A report computed once per state of a project's labels (its fingerprint) and read by
     every page view until the labels change. `key` names the variant of the report (a judge
@@ -182,12 +204,13 @@ class StoredReport(models.Model):
         AGREEMENT = "agreement", "Agreement"
         EVALUATION = "evaluation", "Evaluation"
         CALIBRATION = "calibration", "Calibration"
+        COMPARISON = "comparison", "Comparison of two variants"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20, choices=Kind)
     key = models.CharField(max_length=200, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
-    result = models.JSONField(null=True, blank=True)
+    result = OrderedJSONField(null=True, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="How long it took to compute.")
     # The fingerprint a worker was asked to compute, and when: one request per new state.

@@ -9,9 +9,9 @@ and a digest of the code that computes it. A view reads the stored result:
 - nothing stored yet: compute it in the request when the project is small (or tasks run
   in-process), else ask a worker and show a page that reloads itself until it is there.
 
-annotate.report_cache keeps, under the same data version, what a page computes from the data
-itself (the evaluation page's per-case tables and charts, the adjudication queue): in each
-process's memory, because it is Python objects, and always current.
+annotate.report_cache keeps, under the same data version, what a page derives in the request
+(the evaluation page's tables and charts, a comparison of two variants, the adjudication
+queue): in each process's memory, because it is Python objects, and always current.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -59,11 +60,12 @@ def _code_version() -> str:
 CODE_VERSION = _code_version()
 
 
-def fingerprint(project: Project, kind: str, key: str = "") -> str:
+def fingerprint(project: Project, kind: str, key: str = "", *, version: str | None = None) -> str:
     """The report's kind and key, the statistics code, and the project's data version
     (annotate.report_cache.data_version: any submitted label or revision, decision, claim edit,
-    import, judgment or correction changes it)."""
-    encoded = json.dumps([CODE_VERSION, kind, key, data_version(project)])
+    import, judgment or correction changes it; ``version`` when it was just read)."""
+    version = data_version(project) if version is None else version
+    encoded = json.dumps([CODE_VERSION, kind, key, version])
     return hashlib.sha256(encoded.encode()).hexdigest()[:32]
 
 
@@ -89,10 +91,27 @@ def _evaluation(project: Project, key: str) -> dict:
     return evaluate(project)
 
 
+def comparison_key(variant_a: int, variant_b: int, k: int) -> str:
+    """A comparison's key: the two variants' ids (names can be 200 characters each) and k."""
+    return f"{variant_a}:{variant_b}:{k}"
+
+
+def _comparison(project: Project, key: str) -> dict:
+    from annotate.models import Variant
+    from evaluation.reports import compare
+
+    a_pk, b_pk, k = (int(part) for part in key.split(":"))
+    names = dict(Variant.objects.filter(project=project).values_list("pk", "name"))
+    if a_pk not in names or b_pk not in names:
+        raise Variant.DoesNotExist(f"variant {a_pk} or {b_pk} is gone from the project")
+    return compare(project, names[a_pk], names[b_pk], k=k)
+
+
 COMPUTE: dict[str, Callable[[Project, str], dict]] = {
     Kind.AGREEMENT: _agreement,
     Kind.CALIBRATION: _calibration,
     Kind.EVALUATION: _evaluation,
+    Kind.COMPARISON: _comparison,
 }
 
 
@@ -105,37 +124,28 @@ class Stored:
     seconds: float | None
     fresh: bool  # computed from the labels as they are now
     refreshing: bool  # a worker has been asked for the current state
+    version: str  # the project's data version it was read at (annotate.report_cache)
 
     @property
     def pending(self) -> bool:
         return self.result is None
 
 
-def read(*, project: Project, kind: str, key: str = "") -> Stored:
+def read(*, project: Project, kind: str, key: str = "", version: str | None = None) -> Stored:
     """The stored report, current or not; see the module's docstring for what happens when
-    it is not."""
-    now_fingerprint = fingerprint(project, kind, key)
+    it is not. ``version``: the project's data version, when the request has just read it."""
+    version = data_version(project) if version is None else version
+    now_fingerprint = fingerprint(project, kind, key, version=version)
     row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
     if row is not None and row.result is not None and row.fingerprint == now_fingerprint:
-        return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+        return Stored(row.result, row.computed_at, row.seconds, True, False, version)
     if framework.runs_in_process() or ((row is None or row.result is None) and _small(project)):
         row = _compute(project, kind, key, now_fingerprint)
-        return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+        return Stored(row.result, row.computed_at, row.seconds, True, False, version)
     _ask_worker(project, kind, key, now_fingerprint)
     if row is None or row.result is None:
-        return Stored(None, None, None, fresh=False, refreshing=True)
-    return Stored(row.result, row.computed_at, row.seconds, fresh=False, refreshing=True)
-
-
-def current(*, project: Project, kind: str, key: str = "", compute: Callable[[], dict]) -> Stored:
-    """The report for the labels as they are now: stored, or computed by `compute` here and
-    stored. For pages that read the project's data anyway (the evaluation page draws its
-    charts from it), where a stale report beside current charts would mislead."""
-    now_fingerprint = fingerprint(project, kind, key)
-    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
-    if row is None or row.result is None or row.fingerprint != now_fingerprint:
-        row = _compute(project, kind, key, now_fingerprint, compute=compute)
-    return Stored(row.result, row.computed_at, row.seconds, fresh=True, refreshing=False)
+        return Stored(None, None, None, fresh=False, refreshing=True, version=version)
+    return Stored(row.result, row.computed_at, row.seconds, False, True, version)
 
 
 def pending_page(request, *, project: Project, role: str, title: str, current: str):
@@ -178,7 +188,7 @@ def _ask_worker(project: Project, kind: str, key: str, wanted: str) -> None:
 
 def refresh(*, project_id: int, kind: str, key: str) -> None:
     """The worker's side: compute the report for the labels as they are now and store it. A
-    project or judge run deleted meanwhile leaves nothing to do."""
+    project, judge run or variant deleted meanwhile leaves nothing to do."""
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return
@@ -188,24 +198,19 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
         return  # another worker got there first
     try:
         _compute(project, kind, key, current)
+    except ObjectDoesNotExist:
+        return  # its judge run or variant went with a re-import: no page asks for it now
     except Exception:
         # Asked again on the next view once the stale period has passed.
         StoredReport.objects.filter(project=project, kind=kind, key=key).update(wanted="")
         raise
 
 
-def _compute(
-    project: Project,
-    kind: str,
-    key: str,
-    current: str,
-    *,
-    compute: Callable[[], dict] | None = None,
-) -> StoredReport:
+def _compute(project: Project, kind: str, key: str, current: str) -> StoredReport:
     """Compute and store. The fingerprint is the one read before computing: labels that
     change while it runs make the next view ask again."""
     started = time.perf_counter()
-    result = compute() if compute is not None else COMPUTE[kind](project, key)
+    result = COMPUTE[kind](project, key)
     # Stored as JSON and read back as JSON, whichever path served it: a page must not depend
     # on whether its report came from a worker or from this request.
     result = json.loads(json.dumps(result, allow_nan=False))

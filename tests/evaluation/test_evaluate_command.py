@@ -40,6 +40,7 @@ def test_json_is_the_service_dict_in_a_stable_key_order(stages):
         "slices",
         "definitions",
         "variants",
+        "latency_histogram",
     ]
     assert report["ks"] == [1, 3, 5, 10]
     assert list(report["variants"]) == ["baseline", "hybrid"]

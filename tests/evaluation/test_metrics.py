@@ -25,6 +25,7 @@ from evaluation.metrics import (
     reciprocal_rank_fusion_scores,
     relevance_distribution,
     retrieval_scores,
+    retrieval_scores_at,
     suite_retrieval_scores,
 )
 
@@ -202,6 +203,51 @@ def test_retrieval_scores_agree_with_ranx_on_generated_cases(k):
         assert scores.precision == pytest.approx(theirs[f"precision@{k}"], abs=1e-9)
         assert scores.reciprocal_rank == pytest.approx(theirs[f"mrr@{k}"], abs=1e-9)
         assert scores.ndcg == pytest.approx(theirs[f"ndcg_burges@{k}"], abs=1e-9)
+
+
+def test_all_cutoffs_in_one_pass_agree_with_ranx_at_each():
+    """A report scores every case at every k in one call; each cutoff's figures must be ranx's
+    for that k, also where the ranking or the judged grades are shorter than k."""
+    ranx = pytest.importorskip("ranx")
+    ks = (1, 2, 3, 5, 10, 20)
+    cases = _generated_cases(300, seed=99)
+    ours, qrels_dict, run_dict = {}, {}, {}
+    for query_id, ranking, grades in cases:
+        try:
+            ours[query_id] = retrieval_scores_at(ranking, grades, ks)
+        except NotEligible:
+            continue
+        qrels_dict[query_id] = {pid: g for pid, g in grades.items() if g > 0}
+        run_dict[query_id] = {pid: float(len(ranking) - i) for i, pid in enumerate(ranking)}
+    assert any(len(ranking) < 10 for _, ranking, _ in cases)
+
+    run = ranx.Run(run_dict)
+    metrics = [f"{m}@{k}" for k in ks for m in ("recall", "precision", "mrr", "ndcg_burges")]
+    ranx.evaluate(ranx.Qrels(qrels_dict), run, metrics, return_mean=False)
+    for query_id, by_k in ours.items():
+        assert sorted(by_k) == list(ks)
+        for k, scores in by_k.items():
+            assert scores.recall == pytest.approx(run.scores[f"recall@{k}"][query_id], abs=1e-9)
+            assert scores.precision == pytest.approx(
+                run.scores[f"precision@{k}"][query_id], abs=1e-9
+            )
+            assert scores.reciprocal_rank == pytest.approx(
+                run.scores[f"mrr@{k}"][query_id], abs=1e-9
+            )
+            assert scores.ndcg == pytest.approx(run.scores[f"ndcg_burges@{k}"][query_id], abs=1e-9)
+
+
+def test_all_cutoffs_check_their_input_as_one_cutoff_does():
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        retrieval_scores_at(DEADLOCK_RANKING, DEADLOCK_GRADES, (0, 3))
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        retrieval_scores_at(DEADLOCK_RANKING, DEADLOCK_GRADES, ())
+    with pytest.raises(NotEligible):
+        retrieval_scores_at(DEADLOCK_RANKING, {"cpu-scheduling": 0}, (1, 3))
+    # A cutoff far beyond the ranking costs no more than the ranking's length.
+    huge = retrieval_scores_at(DEADLOCK_RANKING, DEADLOCK_GRADES, (3, 10**12))
+    assert huge[10**12].recall == huge[3].recall == 1.0
+    assert huge[10**12].ndcg == huge[3].ndcg
 
 
 # Reciprocal rank fusion -------------------------------------------------------------------------

@@ -103,8 +103,6 @@ def test_a_large_projects_first_report_waits_for_a_worker(
 
 
 def test_the_calibration_page_says_how_fresh_it_is(browser, demo):
-    """(The evaluation page draws its per-case tables from the data itself, so it is computed
-    for the data as it is, and kept in memory per data version: annotate.report_cache.)"""
     run = demo.judge_runs.get()
     page = browser.get(f"/p/demo/judges/{run.pk}/").content.decode()
     assert 'data-report-freshness="current"' in page
@@ -122,6 +120,25 @@ def test_the_stored_report_is_the_computed_one(demo):
     }
 
 
+def test_a_stored_report_reads_back_in_the_order_it_was_computed_in(demo):
+    """jsonb (PostgreSQL) orders an object's keys by length: a variant "hybrid" came before
+    "baseline", "latency" before "faithfulness", "ok" before "not_retrieved". Pages list
+    variants, figures and stages in the report's order, so the stored one must keep it, on
+    either database."""
+    from evaluation.reports import evaluate
+
+    reports.read(project=demo, kind=reports.Kind.EVALUATION)
+    stored = StoredReport.objects.get(kind="evaluation").result
+    computed = evaluate(demo)
+    assert list(stored["variants"]) == list(computed["variants"]) == ["baseline", "verifier"]
+    assert list(stored["variants"]["baseline"]["generation"]) == list(
+        computed["variants"]["baseline"]["generation"]
+    )
+    assert list(stored["variants"]["baseline"]["stages"]["answerable"]["rows"]) == list(
+        computed["variants"]["baseline"]["stages"]["answerable"]["rows"]
+    )
+
+
 def test_the_evaluation_api_reads_the_stored_default_report(demo, lead):
     client = token_client(lead)
     first = client.get(f"{API}/projects/demo/evaluation/")
@@ -131,3 +148,59 @@ def test_the_evaluation_api_reads_the_stored_default_report(demo, lead):
     assert again["Report-Computed-At"] == first["Report-Computed-At"]
     custom = client.get(f"{API}/projects/demo/evaluation/?k=1,3")
     assert custom.status_code == 200 and "Report-Current" not in custom
+
+
+def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_request(
+    browser, demo, lead, database_tasks, settings, monkeypatch
+):
+    """The page reads the report the API reads, and the comparison of two variants beside it:
+    the first view of a large project waits for a worker, and after a change the stored
+    figures are shown, marked, while one worker recomputes. The web process never reads the
+    project's answers (at 10,000 answers that took seconds, and a worker's memory with it)."""
+    from evaluation import reports as evaluation_reports
+
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    loads = []
+    real_load = evaluation_reports.load
+
+    def counted(project):
+        loads.append(project.slug)
+        return real_load(project)
+
+    monkeypatch.setattr(evaluation_reports, "load", counted)
+
+    def run_the_workers_tasks() -> int:
+        tasks = DBTaskResult.objects.filter(status="READY")
+        for task in tasks:
+            refresh_report.call(*task.args_kwargs["args"])
+        return tasks.update(status="SUCCESSFUL")
+
+    page = browser.get("/p/demo/evaluation/").content.decode()
+    assert 'data-report-freshness="pending"' in page and 'http-equiv="refresh"' in page
+    assert loads == []
+    assert run_the_workers_tasks() == 1
+    assert loads == ["demo"]
+
+    page = browser.get("/p/demo/evaluation/").content.decode()
+    assert 'data-report-freshness="current"' in page and "Claim faithfulness" in page
+    assert "Latency, baseline: 30 answers" in page  # the histograms come from the report
+    # the comparison of the first two variants waits for its own worker task, polling
+    assert 'hx-trigger="every 3s"' in page and "computing the comparison" in page
+    assert run_the_workers_tasks() == 1
+    page = browser.get("/p/demo/evaluation/").content.decode()
+    assert "computing the comparison" not in page and "Settings changed from baseline" in page
+    assert loads == ["demo", "demo"]
+    api = token_client(lead).get(f"{API}/projects/demo/evaluation/")
+    assert api["Report-Current"] == "true"
+    assert StoredReport.objects.filter(kind="evaluation").count() == 1
+
+    relabel(demo)
+    page = browser.get("/p/demo/evaluation/").content.decode()
+    assert 'data-report-freshness="recomputing"' in page and "Claim faithfulness" in page
+    assert "computed before the latest changes" in page
+    browser.get(
+        "/p/demo/evaluation/?dpage=2", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="table-diagnosis"
+    )
+    browser.get("/p/demo/evaluation/?format=csv&table=case_transitions")
+    assert loads == ["demo", "demo"]
+    assert run_the_workers_tasks() == 2  # one recomputation of each for the new state
