@@ -427,7 +427,7 @@ def _gold_export(job: Job, progress: Progress) -> None:
         if connection.vendor == "postgresql" and fresh_transaction:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        saved = storage().save(name, _Chunks(body))
+        saved = _save_whole(name, _Chunks(body))
     try:
         with transaction.atomic():
             finish(
@@ -438,6 +438,19 @@ def _gold_export(job: Job, progress: Progress) -> None:
             )
     except Superseded:
         storage().delete(saved)
+        raise
+
+
+def _save_whole(name: str, content: File) -> str:
+    """Storage.save, but a file that fails halfway (a database error in the middle of the
+    rows, a full disk) is removed rather than left behind, unlisted, under exports/."""
+    store = storage()
+    name = store.get_available_name(name)
+    try:
+        return store.save(name, content)
+    except BaseException:
+        if store.exists(name):
+            store.delete(name)
         raise
 
 

@@ -60,6 +60,32 @@ def test_a_large_gold_set_is_written_by_a_worker_and_downloaded_from_its_job(
     assert browser.get("/p/demo/gold.csv")["Location"] != f"/jobs/{job.pk}/"
 
 
+def test_an_export_that_fails_halfway_leaves_no_partial_file(browser, demo, settings, monkeypatch):
+    from jobs.services import storage
+
+    def exported() -> set[str]:
+        return set(storage().listdir("exports")[1]) if storage().exists("exports") else set()
+
+    before = exported()
+    settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS = 50
+    real = exports.gold_rows
+
+    def breaks_after_sixty_rows(project, **filters):
+        for number, row in enumerate(real(project, **filters)):
+            if number == 60:
+                raise RuntimeError("the database went away")
+            yield row
+
+    monkeypatch.setattr(exports, "gold_rows", breaks_after_sixty_rows)
+    # 60 rows of 1 MB chunks never reach the disk unless written as they come: make them.
+    monkeypatch.setattr(exports, "jsonl", lambda rows: ("x" * (1 << 20) for _ in rows))
+    browser.get("/p/demo/gold.jsonl")
+    job = Job.objects.get()
+    assert job.status == Job.Status.FAILED and "RuntimeError" in job.failure
+    assert not job.output
+    assert exported() == before
+
+
 def test_the_api_answers_202_for_a_large_gold_set_and_serves_the_file(demo, lead, settings):
     client = token_client(lead)
     expected = streamed(client.get(f"{API}/projects/demo/gold.jsonl"))
