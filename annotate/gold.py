@@ -23,6 +23,7 @@ from typing import Any
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from annotate import collector
 from annotate.models import Answer, Assignment, ClaimLabel, Decision, Project
 from annotate.schema import LabelSchema, support_binary
 
@@ -125,6 +126,7 @@ def _json_text(text: str | None):
 _MISSING = object()
 
 
+@collector.paused()
 def pairs_for_project(
     project: Project, *, answer_ids=None
 ) -> tuple[list[ItemPair], list[ItemPair]]:

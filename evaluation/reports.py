@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotate import collector
 from annotate.gold import ADJUDICATED, AGREED, pairs_for_project
 from annotate.models import (
     Answer,
@@ -274,6 +275,7 @@ class Dataset:
         return [a for a in self.answers if a.variant == variant]
 
 
+@collector.paused()
 def load(project: Project) -> Dataset:
     """Read everything the reports need in eleven queries (three of them in
     ``pairs_for_project``), whatever the size of the project."""

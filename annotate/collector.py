@@ -1,0 +1,38 @@
+"""Python's cycle collector paused while a report builds its rows.
+
+Reading a 10,000-answer project builds hundreds of thousands of small dicts and dataclasses
+that all stay alive until the report is done. Each batch of new objects triggers the cycle
+collector, and its older generations walk every object already built: on the 10,000-answer
+bench project that was about 40% of reading the labels (pairs_for_project 2.2 s, 1.3 s with
+the collector paused). Nothing built there forms a reference cycle, so nothing is missed;
+reference counting still frees everything as usual, and the collector runs again when the
+last reader in the process is done (a gunicorn worker's threads share one collector).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_readers = 0
+_was_enabled = True
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    global _readers, _was_enabled
+    with _lock:
+        if _readers == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _readers += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _readers -= 1
+            if _readers == 0 and _was_enabled:
+                gc.enable()
