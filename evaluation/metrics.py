@@ -81,8 +81,8 @@ def retrieval_scores_at(
     ks = sorted(set(ks))
     if not ks or ks[0] < 1:
         raise ValueError(f"k must be at least 1, got {ks[0] if ks else 'no k'}")
-    duplicates = sorted(pid for pid, count in Counter(ranked_ids).items() if count > 1)
-    if duplicates:
+    if len(set(ranked_ids)) != len(ranked_ids):
+        duplicates = sorted(pid for pid, count in Counter(ranked_ids).items() if count > 1)
         raise ValueError(f"duplicate passage ids in the ranking: {', '.join(duplicates)}")
     negative = sorted(pid for pid, grade in grades.items() if grade < 0)
     if negative:

@@ -561,6 +561,16 @@ def _case_retrieval(case_answers: list[AnswerData], ks: Sequence[int], ranking: 
         return NOT_ELIGIBLE
     if not ranked:
         return NO_RANKING
+    if len(per_sample) == 1:  # one sample, the usual case: its scores are the means
+        return {
+            k: {
+                "recall": s.recall,
+                "precision": s.precision,
+                "mrr": s.reciprocal_rank,
+                "ndcg": s.ndcg,
+            }
+            for k, s in per_sample[0].items()
+        }
     return {
         k: {
             "recall": _mean([s[k].recall for s in per_sample]),
@@ -736,15 +746,16 @@ def _stages(answers: list[AnswerData], stage_k: int) -> dict:
         stage: {"answers": 0, "cases": 0, "answer_ids": [], "case_ids": []} for stage in STAGE_ROWS
     }
     answerable = [a for a in answers if a.case.answerable]
+    cases: dict[str, set[str]] = {stage: set() for stage in STAGE_ROWS}
     for answer in answerable:
-        row = rows[answer.stage(stage_k)]
+        stage = answer.stage(stage_k)
+        row = rows[stage]
         row["answers"] += 1
         row["answer_ids"].append(answer.answer_id)
-        if answer.case.case_id not in row["case_ids"]:
-            row["case_ids"].append(answer.case.case_id)
-    for row in rows.values():
+        cases[stage].add(answer.case.case_id)
+    for stage, row in rows.items():
         row["answer_ids"].sort()
-        row["case_ids"].sort()
+        row["case_ids"] = sorted(cases[stage])
         row["cases"] = len(row["case_ids"])
     failing = sum(rows[s]["answers"] for s in STAGES)
     return {"answers": len(answerable), "failing": failing, "rows": rows}
