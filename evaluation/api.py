@@ -225,8 +225,8 @@ class Agreement(LeadView):
         if stored.pending:
             return being_computed()
         report = stored.result
-        if "slice" in filters:
-            report["slices"] = {filters["slice"]: report["slices"][filters["slice"]]}
+        if "slice" in filters:  # a copy: the stored result is shared with other readers
+            report = {**report, "slices": {filters["slice"]: report["slices"][filters["slice"]]}}
         return with_freshness(Response(report), stored)
 
 
@@ -253,7 +253,11 @@ class Evaluation(LeadView):
             stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.EVALUATION)
             if stored.pending:
                 return being_computed()
-            report = stored.result
+            # Shared with this process's other readers: what is changed below is copied.
+            report = {
+                **stored.result,
+                "variants": {name: dict(v) for name, v in stored.result["variants"].items()},
+            }
         else:
             try:
                 report = reports.evaluate(

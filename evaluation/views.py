@@ -137,11 +137,12 @@ def report(request, project, role):
     names = list(result["variants"])
     params = parse_params(request.GET, names)
     comparison = compared = None
-    if params.a and params.b and params.a != params.b:
-        variant_pks = reports.get(
-            "variant-pks",
-            lambda: dict(Variant.objects.filter(project=project).values_list("name", "pk")),
-        )
+    variant_pks = reports.get(
+        "variant-pks",
+        lambda: dict(Variant.objects.filter(project=project).values_list("name", "pk")),
+    )
+    # (A report from before a re-import can name a variant that is gone: no comparison then.)
+    if params.a in variant_pks and params.b in variant_pks and params.a != params.b:
         key = stored_reports.comparison_key(variant_pks[params.a], variant_pks[params.b], params.k)
         compared = stored_reports.read(
             project=project, kind=stored_reports.Kind.COMPARISON, key=key, version=stored.version

@@ -10,15 +10,17 @@ and a digest of the code that computes it. A view reads the stored result:
   in-process), else ask a worker and show a page that reloads itself until it is there.
 
 annotate.report_cache keeps, under the same data version, what a page derives in the request
-(the evaluation page's tables and charts, a comparison of two variants, the adjudication
-queue): in each process's memory, because it is Python objects, and always current.
+(the evaluation page's tables and charts, the adjudication queue): in each process's memory,
+because it is Python objects, and always current.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +29,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import IntegrityError, transaction
+from django.http import Http404
 from django.utils import timezone
 
 from annotate.models import (
@@ -133,19 +136,67 @@ class Stored:
 
 def read(*, project: Project, kind: str, key: str = "", version: str | None = None) -> Stored:
     """The stored report, current or not; see the module's docstring for what happens when
-    it is not. ``version``: the project's data version, when the request has just read it."""
+    it is not. ``version``: the project's data version, when the request has just read it.
+    The result is shared with this process's later readers (``_decoded``): read-only."""
     version = data_version(project) if version is None else version
     now_fingerprint = fingerprint(project, kind, key, version=version)
-    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
-    if row is not None and row.result is not None and row.fingerprint == now_fingerprint:
-        return Stored(row.result, row.computed_at, row.seconds, True, False, version)
-    if framework.runs_in_process() or ((row is None or row.result is None) and _small(project)):
-        row = _compute(project, kind, key, now_fingerprint)
-        return Stored(row.result, row.computed_at, row.seconds, True, False, version)
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
+    if row is not None and row.computed_at is not None and row.fingerprint == now_fingerprint:
+        result = _decoded(row)
+        return Stored(
+            result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
+        )
+    if framework.runs_in_process() or (
+        (row is None or row.computed_at is None) and _small(project)
+    ):
+        row = _compute(project, kind, key, now_fingerprint, keep=True)
+        return Stored(
+            row.result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
+        )
     _ask_worker(project, kind, key, now_fingerprint)
-    if row is None or row.result is None:
+    if row is None or row.computed_at is None:
         return Stored(None, None, None, fresh=False, refreshing=True, version=version)
-    return Stored(row.result, row.computed_at, row.seconds, False, True, version)
+    return Stored(
+        _decoded(row), row.computed_at, row.seconds, fresh=False, refreshing=True, version=version
+    )
+
+
+# Decoded results, by stored row and the state it was computed for. A 10,000-answer
+# evaluation report is 2 MB of JSON: reading and decoding it again for every view of the page,
+# every page of its tables and every CSV took longer than rendering them.
+_DECODED_MAX = 8
+_decoded_lock = threading.Lock()
+_decoded_results: OrderedDict[tuple, dict] = OrderedDict()
+
+
+def _decoded(row: StoredReport) -> dict:
+    """The row's result (read with ``defer("result")``), decoded once per process. Rows are
+    only ever rewritten whole, with a new fingerprint and date: a kept one is what the row
+    held."""
+    key = (row.project_id, row.kind, row.key, row.fingerprint, row.computed_at)
+    with _decoded_lock:
+        if key in _decoded_results:
+            _decoded_results.move_to_end(key)
+            return _decoded_results[key]
+    result = StoredReport.objects.filter(pk=row.pk).values_list("result", flat=True).first()
+    if result is None:  # deleted meanwhile, with its project or judge run
+        raise Http404("That report is gone.")
+    _keep(key, result)
+    return result
+
+
+def forget_decoded() -> None:
+    """Drop every kept result (tests; a deployment never needs to)."""
+    with _decoded_lock:
+        _decoded_results.clear()
+
+
+def _keep(key: tuple, result: dict) -> None:
+    with _decoded_lock:
+        _decoded_results[key] = result
+        _decoded_results.move_to_end(key)
+        while len(_decoded_results) > _DECODED_MAX:
+            _decoded_results.popitem(last=False)
 
 
 def pending_page(request, *, project: Project, role: str, title: str, current: str):
@@ -193,8 +244,8 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
     if project is None:
         return
     current = fingerprint(project, kind, key)
-    row = StoredReport.objects.filter(project=project, kind=kind, key=key).first()
-    if row is not None and row.fingerprint == current and row.result is not None:
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
+    if row is not None and row.fingerprint == current and row.computed_at is not None:
         return  # another worker got there first
     try:
         _compute(project, kind, key, current)
@@ -206,9 +257,12 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
         raise
 
 
-def _compute(project: Project, kind: str, key: str, current: str) -> StoredReport:
-    """Compute and store. The fingerprint is the one read before computing: labels that
-    change while it runs make the next view ask again."""
+def _compute(
+    project: Project, kind: str, key: str, current: str, *, keep: bool = False
+) -> StoredReport:
+    """Compute and store (and ``keep`` it decoded, for a web process's next reader). The
+    fingerprint is the one read before computing: labels that change while it runs make the
+    next view ask again."""
     started = time.perf_counter()
     result = COMPUTE[kind](project, key)
     # Stored as JSON and read back as JSON, whichever path served it: a page must not depend
@@ -221,6 +275,8 @@ def _compute(project: Project, kind: str, key: str, current: str) -> StoredRepor
         "computed_at": timezone.now(),
         "seconds": round(seconds, 3),
     }
+    if keep:
+        _keep((project.pk, kind, key, current, values["computed_at"]), result)
     where = {"project": project, "kind": kind, "key": key}
     if not StoredReport.objects.filter(**where).update(**values):
         try:

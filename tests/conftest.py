@@ -207,10 +207,13 @@ def may_create_projects(*users):
 
 @pytest.fixture(autouse=True)
 def _fresh_report_cache():
-    """Reports are kept per process by data version (annotate.report_cache); each test starts
-    with none kept, so no test reads another's."""
+    """Reports are kept per process by data version (annotate.report_cache) and stored ones
+    decoded once (jobs.reports); each test starts with none kept, so no test reads another's."""
     from annotate import report_cache
+    from jobs import reports
 
     report_cache.clear()
+    reports.forget_decoded()
     yield
     report_cache.clear()
+    reports.forget_decoded()

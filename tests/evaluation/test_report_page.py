@@ -157,8 +157,8 @@ def test_query_count_does_not_grow_with_the_answers(
     client.get(url(stages))  # warm the session
     report_cache.clear()
     # stored by the first view: the session, the user, the role, the data version (2), the
-    # stored report and the stored comparison of two variants; the answers' and the variants'
-    # ids (kept in this process from then on)
+    # stored report and the stored comparison of two variants (each without its result, kept
+    # decoded in this process); the answers' and the variants' ids (kept from then on)
     with django_assert_max_num_queries(9):
         assert client.get(url(stages)).status_code == 200
     with django_assert_max_num_queries(7):

@@ -204,3 +204,50 @@ def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_r
     browser.get("/p/demo/evaluation/?format=csv&table=case_transitions")
     assert loads == ["demo", "demo"]
     assert run_the_workers_tasks() == 2  # one recomputation of each for the new state
+
+
+def test_a_report_naming_a_variant_that_is_gone_shows_no_comparison(browser, demo):
+    """A stored report from before a re-import may name a variant the project no longer has
+    (shown, marked as recomputing, until a worker is done): the page leaves the comparison out
+    rather than failing."""
+    from annotate import report_cache
+    from annotate.models import Variant
+
+    assert "Settings changed from baseline" in browser.get("/p/demo/evaluation/").content.decode()
+    Variant.objects.filter(project=demo, name="verifier").update(name="verifier-renamed")
+    report_cache.clear()
+    page = browser.get("/p/demo/evaluation/?a=baseline&b=verifier")
+    assert page.status_code == 200
+    assert "Settings changed from" not in page.content.decode()
+
+
+def test_a_stored_result_is_read_and_decoded_once_per_process(demo, lead, browser):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first = reports.read(project=demo, kind=reports.Kind.EVALUATION)  # computed and stored
+    again = reports.read(project=demo, kind=reports.Kind.EVALUATION)  # read and decoded
+    with CaptureQueriesContext(connection) as queries:
+        kept = reports.read(project=demo, kind=reports.Kind.EVALUATION)
+    assert kept.result is again.result and kept.result == first.result
+    assert not any('"result"' in q["sql"] for q in queries.captured_queries)
+    # The pages and the API read it without changing it.
+    client = token_client(lead)
+    client.get(f"{API}/projects/demo/evaluation/?slice=answerable&latency_budget_ms=100")
+    browser.get("/p/demo/evaluation/?latency_budget=100&unsupported_limit=0.2&k=3")
+    browser.get("/p/demo/evaluation/?format=csv&table=diagnosis")
+    assert kept.result == StoredReport.objects.get(kind="evaluation").result
+    relabel(demo)  # a new state: the next computation is stored and read afresh
+    assert reports.read(project=demo, kind=reports.Kind.EVALUATION).result is not kept.result
+
+
+def test_the_api_filtering_a_shared_report_leaves_it_whole(demo, lead):
+    client = token_client(lead)
+    client.get(f"{API}/projects/demo/evaluation/")
+    narrowed = client.get(
+        f"{API}/projects/demo/evaluation/?slice=answerable&latency_budget_ms=100"
+    ).json()
+    assert list(narrowed["variants"]["baseline"]["generation"]) == ["answerable"]
+    assert "limits" in narrowed
+    whole = client.get(f"{API}/projects/demo/evaluation/").json()
+    assert "limits" not in whole and "all" in whole["variants"]["baseline"]["generation"]
