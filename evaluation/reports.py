@@ -93,6 +93,7 @@ from evaluation.metrics import (
 )
 
 DEFAULT_KS = (1, 3, 5, 10)
+DEFAULT_COMPARE_K = 5  # the page's comparison of its first two variants, unless asked
 SLICES = ("all", "answerable", "unanswerable", "adversarial", "dev", "heldout")
 STAGE_SLICES = ("answerable", "adversarial", "dev", "heldout")
 RANKINGS = ("full", "in_prompt")

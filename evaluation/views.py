@@ -27,6 +27,7 @@ from evaluation import charts
 from evaluation.intervals import bounded_mean_interval, wilson_interval
 from evaluation.reports import (
     COMPARE_METRICS,
+    DEFAULT_COMPARE_K,
     STAGE_ROWS,
     Column,
     Table,
@@ -38,7 +39,6 @@ from evaluation.reports import (
 )
 from jobs import reports as stored_reports
 
-DEFAULT_COMPARE_K = 5
 # Long, case-by-case tables start folded; their counts are in the tables above them.
 COLLAPSED = frozenset({"diagnosis"})
 NUMERIC = frozenset({"int", "rate", "float", "diff", "ms", "ci"})

@@ -243,12 +243,15 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return
-    current = fingerprint(project, kind, key)
-    row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
-    if row is not None and row.fingerprint == current and row.computed_at is not None:
+    version = data_version(project)
+    current = fingerprint(project, kind, key, version=version)
+    if _is_current(project, kind, key, current):
         return  # another worker got there first
     try:
-        _compute(project, kind, key, current)
+        if kind == Kind.EVALUATION:
+            _refresh_evaluation(project, current, version)
+        else:
+            _compute(project, kind, key, current)
     except ObjectDoesNotExist:
         return  # its judge run or variant went with a re-import: no page asks for it now
     except Exception:
@@ -257,14 +260,49 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
         raise
 
 
+def _is_current(project: Project, kind: str, key: str, wanted: str) -> bool:
+    row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
+    return row is not None and row.fingerprint == wanted and row.computed_at is not None
+
+
+def _refresh_evaluation(project: Project, current: str, version: str) -> None:
+    """The evaluation, then the comparison of its first two variants that the page shows
+    beside it, from one read of the project (reading it is half of computing either): the
+    page has both as soon as this task is done, instead of asking for the comparison then."""
+    from evaluation.reports import DEFAULT_COMPARE_K, compare, evaluate, load
+
+    data = load(project)
+    _compute(project, Kind.EVALUATION, "", current, compute=lambda: evaluate(project, data=data))
+    variants = list(data.variants.values())  # by name, as the page lists them
+    if len(variants) < 2:
+        return
+    a, b = variants[:2]
+    key = comparison_key(a.pk, b.pk, DEFAULT_COMPARE_K)
+    wanted = fingerprint(project, Kind.COMPARISON, key, version=version)
+    if not _is_current(project, Kind.COMPARISON, key, wanted):
+        _compute(
+            project,
+            Kind.COMPARISON,
+            key,
+            wanted,
+            compute=lambda: compare(project, a.name, b.name, k=DEFAULT_COMPARE_K, data=data),
+        )
+
+
 def _compute(
-    project: Project, kind: str, key: str, current: str, *, keep: bool = False
+    project: Project,
+    kind: str,
+    key: str,
+    current: str,
+    *,
+    keep: bool = False,
+    compute: Callable[[], dict] | None = None,
 ) -> StoredReport:
-    """Compute and store (and ``keep`` it decoded, for a web process's next reader). The
-    fingerprint is the one read before computing: labels that change while it runs make the
-    next view ask again."""
+    """Compute (by ``compute``, else the kind's own function) and store, and ``keep`` it
+    decoded for a web process's next reader. The fingerprint is the one read before
+    computing: labels that change while it runs make the next view ask again."""
     started = time.perf_counter()
-    result = COMPUTE[kind](project, key)
+    result = compute() if compute is not None else COMPUTE[kind](project, key)
     # Stored as JSON and read back as JSON, whichever path served it: a page must not depend
     # on whether its report came from a worker or from this request.
     result = json.loads(json.dumps(result, allow_nan=False))

@@ -184,11 +184,15 @@ def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_r
     page = browser.get("/p/demo/evaluation/").content.decode()
     assert 'data-report-freshness="current"' in page and "Claim faithfulness" in page
     assert "Latency, baseline: 30 answers" in page  # the histograms come from the report
-    # the comparison of the first two variants waits for its own worker task, polling
+    # the same task compared the first two variants, from the same read of the project
+    assert "Settings changed from baseline to verifier" in page
+    # another pair waits for its own task, polling in place
+    other = "/p/demo/evaluation/?a=verifier&b=baseline"
+    page = browser.get(other).content.decode()
     assert 'hx-trigger="every 3s"' in page and "computing the comparison" in page
     assert run_the_workers_tasks() == 1
-    page = browser.get("/p/demo/evaluation/").content.decode()
-    assert "computing the comparison" not in page and "Settings changed from baseline" in page
+    page = browser.get(other).content.decode()
+    assert "computing the comparison" not in page and "Settings changed from verifier" in page
     assert loads == ["demo", "demo"]
     api = token_client(lead).get(f"{API}/projects/demo/evaluation/")
     assert api["Report-Current"] == "true"
@@ -203,7 +207,13 @@ def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_r
     )
     browser.get("/p/demo/evaluation/?format=csv&table=case_transitions")
     assert loads == ["demo", "demo"]
-    assert run_the_workers_tasks() == 2  # one recomputation of each for the new state
+    # asked once each for the new state; the evaluation's task computes both, the
+    # comparison's then finds it current
+    assert run_the_workers_tasks() == 2
+    assert loads == ["demo", "demo", "demo"]
+    page = browser.get("/p/demo/evaluation/").content.decode()
+    assert 'data-report-freshness="current"' in page
+    assert "computed before the latest changes" not in page
 
 
 def test_a_report_naming_a_variant_that_is_gone_shows_no_comparison(browser, demo):
