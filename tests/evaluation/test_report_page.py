@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from annotate.management.commands.load_demo import load as load_demo
-from annotate.models import Role
+from annotate.models import Answer, Case, Role
 from annotate.services import add_member
 from tests.conftest import PASSWORD
 from tests.evaluation.test_reports import build_stages_project
@@ -172,3 +172,15 @@ def test_query_count_does_not_grow_with_the_answers(
         assert client.get(url(demo)).status_code == 200
     with django_assert_max_num_queries(7):
         assert client.get(url(demo, dv="baseline", ds="ok", dpage=2)).status_code == 200
+
+
+def test_ids_in_the_tables_are_escaped(client, stages, lead):
+    """Table cells are written in Python (views._cell_html), not by the template: ids from
+    a bundle must still come out as text, in the links and in the cells."""
+    answer = Answer.objects.filter(project=stages).order_by("pk").first()
+    Answer.objects.filter(pk=answer.pk).update(answer_id='a"<script>alert(1)</script>')
+    Case.objects.filter(pk=answer.case_id).update(case_id="c&<b>bold</b>")
+    page = as_user(client, lead).get(url(stages)).content.decode()
+    assert "<script>alert(1)" not in page and "<b>bold</b>" not in page
+    assert "a&quot;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "c&amp;&lt;b&gt;bold&lt;/b&gt;" in page
