@@ -255,8 +255,11 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
     except ObjectDoesNotExist:
         return  # its judge run or variant went with a re-import: no page asks for it now
     except Exception:
-        # Asked again on the next view once the stale period has passed.
-        StoredReport.objects.filter(project=project, kind=kind, key=key).update(wanted="")
+        # Asked again by a view once the stale period has passed, not at the next one: a
+        # page that polls would otherwise queue a failing computation every few seconds.
+        StoredReport.objects.filter(project=project, kind=kind, key=key).update(
+            wanted_at=timezone.now()
+        )
         raise
 
 

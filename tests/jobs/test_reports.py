@@ -261,3 +261,31 @@ def test_the_api_filtering_a_shared_report_leaves_it_whole(demo, lead):
     assert "limits" in narrowed
     whole = client.get(f"{API}/projects/demo/evaluation/").json()
     assert "limits" not in whole and "all" in whole["variants"]["baseline"]["generation"]
+
+
+def test_a_report_that_fails_is_asked_again_only_after_the_stale_period(
+    browser, demo, database_tasks, settings, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+
+    def fails(project, key):
+        raise RuntimeError("the statistics broke")
+
+    monkeypatch.setitem(reports.COMPUTE, reports.Kind.AGREEMENT, fails)
+    browser.get("/p/demo/agreement/")
+    (task,) = DBTaskResult.objects.all()
+    with pytest.raises(RuntimeError):
+        refresh_report.call(*task.args_kwargs["args"])
+    for _ in range(3):  # the waiting page reloads itself
+        assert (
+            'data-report-freshness="pending"' in browser.get("/p/demo/agreement/").content.decode()
+        )
+    assert DBTaskResult.objects.count() == 1
+    stale = timezone.now() - timedelta(seconds=settings.CLAIMDESK_JOB_STALE_SECONDS + 1)
+    StoredReport.objects.filter(kind="agreement").update(wanted_at=stale)
+    browser.get("/p/demo/agreement/")
+    assert DBTaskResult.objects.count() == 2
