@@ -64,6 +64,23 @@ def import_fixture(name: str, slug: str, **kwargs) -> Project:
         return import_bundle(lines=stream, project_slug=slug, **kwargs).project
 
 
+def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", **member) -> Project:
+    """The demo bundle with its two reviewers' label sets (demo_labels.jsonl) imported:
+    reviewers (usernames) added first, then leads, labelling opened, labels imported.
+    ``member`` goes to each reviewer's add_member (a password, say)."""
+    from annotate.services import add_member, import_labels, open_labelling
+
+    project = import_fixture("demo.jsonl", slug)
+    for name in reviewers:
+        add_member(project=project, username=name, role=Role.REVIEWER, **member)
+    for name in leads:
+        add_member(project=project, username=name, role=Role.LEAD)
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
+        import_labels(lines=stream, project=project)
+    return project
+
+
 @pytest.fixture
 def small_project(db) -> Project:
     return import_fixture("small.jsonl", "small")

@@ -23,27 +23,16 @@ from annotate.services import (
     StillUndoable,
     add_member,
     adjudicate,
-    import_labels,
-    open_labelling,
     reopen_task,
     start_adjudication,
     submit_labels,
 )
-from tests.conftest import FIXTURES, PASSWORD, import_fixture
+from tests.conftest import PASSWORD, labelled_demo
 
 
 @pytest.fixture
 def demo(db, lead, outsider) -> Project:
-    project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(
-            project=project, username=name, role="reviewer", password=PASSWORD, reset_password=True
-        )
-    add_member(project=project, username=lead.username, role="lead")
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
-    return project
+    return labelled_demo(leads=[lead.username], password=PASSWORD, reset_password=True)
 
 
 def first_disagreement(project, field_name="support"):

@@ -17,26 +17,16 @@ from annotate.models import Answer, Decision, Project
 from annotate.services import (
     DecisionInput,
     ServiceError,
-    add_member,
     adjudicate,
-    import_labels,
-    open_labelling,
 )
-from tests.conftest import FIXTURES, PASSWORD, import_fixture
+from tests.conftest import PASSWORD, labelled_demo
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def demo(db, reviewer_a, reviewer_b, lead, outsider) -> Project:
-    project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer")
-    add_member(project=project, username=lead.username, role="lead")
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
-    return project
+    return labelled_demo(leads=[lead.username])
 
 
 def pending_claims(project, answer_pk):

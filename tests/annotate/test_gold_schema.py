@@ -9,8 +9,7 @@ import jsonschema
 import pytest
 
 from annotate.exports import gold_rows
-from annotate.services import add_member, import_labels, open_labelling
-from tests.conftest import FIXTURES, import_fixture
+from tests.conftest import labelled_demo
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "docs" / "gold-export.schema.json").read_text()
@@ -20,12 +19,7 @@ SCHEMA = json.loads(
 @pytest.mark.django_db
 def test_every_exported_row_validates_and_a_broken_one_does_not():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer")
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
+    project = labelled_demo()
     validator = jsonschema.Draft202012Validator(SCHEMA)
     rows = list(gold_rows(project))
     assert rows and all(validator.is_valid(json.loads(json.dumps(row))) for row in rows)

@@ -12,21 +12,15 @@ from django.test.utils import CaptureQueriesContext
 
 from annotate.bundles import BundleInvalid
 from annotate.models import LabelRevision
-from annotate.services import add_member, import_labels, open_labelling
-from tests.conftest import FIXTURES, import_fixture
+from annotate.services import import_labels
+from tests.conftest import FIXTURES, labelled_demo
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def labelled():
-    project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer")
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
-    return project
+    return labelled_demo()
 
 
 def test_the_same_file_again_is_unchanged_in_a_fixed_number_of_queries(labelled):

@@ -20,8 +20,9 @@ import pytest
 
 from annotate.exports import bundle_rows, gold_rows
 from annotate.models import Case
-from annotate.services import add_member, import_labels, import_ragas, open_labelling
-from tests.conftest import FIXTURES, import_fixture
+from annotate.services import import_ragas
+from tests.conftest import FIXTURES
+from tests.conftest import labelled_demo as build_labelled_demo
 
 RAGAS = FIXTURES / "ragas"
 RAGAS_COLUMNS = ("user_input", "response", "retrieved_contexts", "retrieved_context_ids")
@@ -94,13 +95,7 @@ def in_any_order(samples: list[dict]) -> list[str]:
 @pytest.fixture
 def labelled_demo(db):
     """The demo project, labelled by both reviewers: gold has a row for every answer."""
-    project = import_fixture("demo.jsonl", "demo")
-    for name in ("alice", "bob"):
-        add_member(project=project, username=name, role="reviewer")
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
-    return project
+    return build_labelled_demo()
 
 
 def gold_answer_rows(project) -> list[dict]:

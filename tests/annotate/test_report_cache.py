@@ -19,12 +19,11 @@ from annotate.services import (
     add_member,
     adjudicate,
     import_bundle,
-    import_labels,
     open_labelling,
     reopen_task,
     set_label_schema,
 )
-from tests.conftest import FIXTURES, PASSWORD, import_fixture
+from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 pytestmark = pytest.mark.django_db
 SMALL = (FIXTURES / "small.jsonl").read_text()
@@ -44,14 +43,9 @@ def reimport(project, edit) -> None:
 
 @pytest.fixture
 def labelled(db, reviewer_a, reviewer_b, lead):
-    project = import_fixture("demo.jsonl", "demo")
-    for person in (reviewer_a, reviewer_b):
-        add_member(project=project, username=person.username, role=Role.REVIEWER)
-    add_member(project=project, username=lead.username, role=Role.LEAD)
-    project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
-    return project
+    return labelled_demo(
+        reviewers=[reviewer_a.username, reviewer_b.username], leads=[lead.username]
+    )
 
 
 def test_the_version_is_stable_while_nothing_changes(labelled):
