@@ -781,13 +781,13 @@ def _write_answers(
     report("answers", len(answers))
 
     retrieved = [(pk, r) for a, pk in zip(answers, ids, strict=True) for r in a.retrieved]
-    retrieved_ids = bulk.allocate_ids(RetrievedPassage, len(retrieved))
+    # Nothing refers to a retrieved passage or a citation: their ids come from the table.
     bulk.insert_rows(
         RetrievedPassage,
-        ["id", "answer_id", "passage_id", "rank", "score", "in_prompt"],
+        ["answer_id", "passage_id", "rank", "score", "in_prompt"],
         (
-            (rid, answer, passage_pk[r.passage_id], r.rank, r.score, r.in_prompt)
-            for (answer, r), rid in zip(retrieved, retrieved_ids, strict=True)
+            (answer, passage_pk[r.passage_id], r.rank, r.score, r.in_prompt)
+            for answer, r in retrieved
         ),
     )
     report("retrieved passages", len(retrieved))
@@ -820,14 +820,10 @@ def _write_answers(
         for (_, _, c, _), cid in zip(claims, claim_ids, strict=True)
         for i, cited in enumerate(c.citations)
     ]
-    citation_ids = bulk.allocate_ids(Citation, len(citations))
     bulk.insert_rows(
         Citation,
-        ["id", "claim_id", "ordinal", "cited_id", "passage_id"],
-        (
-            (pk, claim, i, cited, passage_pk.get(cited))
-            for (claim, i, cited), pk in zip(citations, citation_ids, strict=True)
-        ),
+        ["claim_id", "ordinal", "cited_id", "passage_id"],
+        ((claim, i, cited, passage_pk.get(cited)) for claim, i, cited in citations),
     )
     report("citations", len(citations))
 
