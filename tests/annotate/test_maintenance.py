@@ -25,11 +25,24 @@ def table_stats(table: str) -> dict:
     return {"dead": dead, "vacuums": vacuums, "analyzes": analyzes}
 
 
+def all_visible(table: str) -> tuple[int, int]:
+    """(pages, pages marked all-visible) as the last VACUUM left them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relpages, relallvisible FROM pg_class WHERE relname = %s", [table])
+        return cursor.fetchone()
+
+
 def test_open_labelling_vacuums_the_answers_it_rewrote_and_a_no_op_import_touches_nothing():
+    answers_before = table_stats("annotate_answer")
     with open(FIXTURES / "demo.jsonl", "rb") as stream:
         project = import_bundle(lines=stream, project_slug="maint").project
     imported = table_stats("annotate_claim")
     assert imported["analyzes"] >= 1  # the tables it filled were analysed after commit
+    # The new answers are vacuumed too: only a vacuum marks their pages all-visible, which the
+    # open-queue count's index-only scan needs (else it reads every open answer's row).
+    assert table_stats("annotate_answer")["vacuums"] == answers_before["vacuums"] + 1
+    pages, visible = all_visible("annotate_answer")
+    assert pages >= 1 and visible == pages
     before = table_stats("annotate_answer")
     open_labelling(project=project)
     after = table_stats("annotate_answer")
