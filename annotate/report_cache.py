@@ -16,7 +16,8 @@ What the fingerprint covers, and why that is every way the data changes:
   and a reopen moves the assignment out of ``submitted``: the revisions' count and largest id
   with the number of submitted assignments;
 - rows updated in place by a re-import (cases, variants, judgment grades) and answers corrected
-  in place (AnswerCorrection rows); claim spans edited before labelling (their ends' sum);
+  in place (AnswerCorrection rows); claims, while the project is in set-up, the only time
+  they are edited on their own (their count, largest id and ends' sum);
   a passage deleted (citations' unresolved count); the project's state, schema and opening.
 
 Kept per process (a small LRU, no pickling: a report over 10,000 answers is megabytes of
@@ -31,10 +32,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db.models import CharField, Count, Max, OuterRef, Q, Subquery, Sum, Value
+from django.db import connection
+from django.db.models import Case as DbCase
+from django.db.models import CharField, Count, Max, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Concat
 
 from annotate.models import (
@@ -87,15 +91,49 @@ COUNTED = {
 
 def data_version(project: Project) -> str:
     """A fingerprint of everything the reports read, in two queries."""
-    p = project.pk
+    numbers_sql, numbers_params, content_sql, content_params = _statements(connection.vendor)
+
+    def at(params: tuple) -> list:
+        return [project.pk if value == _ANY_PROJECT else value for value in params]
+
+    with connection.cursor() as cursor:
+        cursor.execute(numbers_sql, at(numbers_params))
+        digest = hashlib.sha256(repr(cursor.fetchone()).encode())
+        cursor.execute(content_sql, at(content_params))
+        digest.update(repr(cursor.fetchall()).encode())
+    return digest.hexdigest()
+
+
+# Stands for the project's pk while the two statements are compiled, once per process: the
+# ORM took about 25 ms to build and compile them, a fifth of every report page view at 10,000
+# answers. Their other parameters are strings (separators, states), never this number.
+_ANY_PROJECT = -7_310_000_017
+
+
+@lru_cache(maxsize=4)
+def _statements(vendor: str) -> tuple[str, tuple, str, tuple]:
+    """The figures' SQL and parameters, and the content digest's, with the project's pk as
+    _ANY_PROJECT."""
+    p = _ANY_PROJECT
     values: dict[str, Any] = {
         f"v_{name}": _aggregates(rows, Count("pk"), Max("pk")) for name, rows in COUNTED.items()
     }
     values["v_answers"] = _aggregates(
         COUNTED["answers"], Count("pk"), Max("pk"), Sum(Coalesce("task_number", 0))
     )
-    values["v_claims"] = _aggregates(
-        (Claim, "answer__project"), Count("pk"), Max("pk"), Sum("start"), Sum("end")
+    # Claims change on their own only in set-up (the boundary page); once labelling opens,
+    # only with their answer, which the answers' figures cover. The condition is SQL's, so
+    # the 100,000-claim scan (about 50 ms at 10,000 answers) is skipped where it says nothing
+    # (PostgreSQL evaluates a CASE branch's subquery only when it is taken).
+    values["v_claims"] = DbCase(
+        When(
+            state=Project.State.DRAFT,
+            then=_aggregates(
+                (Claim, "answer__project"), Count("pk"), Max("pk"), Sum("start"), Sum("end")
+            ),
+        ),
+        default=Value(""),
+        output_field=CharField(),
     )
     submitted = Q(status=Assignment.Status.SUBMITTED)
     values["v_submitted"] = _aggregates(
@@ -127,10 +165,18 @@ def data_version(project: Project) -> str:
             all=True,
         )
     )
-    digest = hashlib.sha256(repr(sorted(numbers.get().items())).encode())
-    for row in sorted(content, key=lambda r: (r[0], r[1])):
-        digest.update(repr(row).encode())
-    return digest.hexdigest()
+    numbers_sql, numbers_params = numbers.query.sql_with_params()
+    content_sql, content_params = content.query.sql_with_params()
+    # One digest of the rows, by the database: hashing 10,000 rows in Python was 40 ms of
+    # every report page view. SQLite has no md5; there the rows come back, in order.
+    if vendor == "postgresql":
+        content_sql = (
+            "SELECT md5(string_agg(concat_ws(':', kind, pk, value), ',' ORDER BY kind, pk)) "
+            f"FROM ({content_sql}) AS content (kind, pk, value)"
+        )
+    else:
+        content_sql = f"SELECT * FROM ({content_sql}) ORDER BY 1, 2"
+    return numbers_sql, tuple(numbers_params), content_sql, tuple(content_params)
 
 
 class ProjectReports:

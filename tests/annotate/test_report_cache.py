@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotate import gold, report_cache
 from annotate.boundaries import adjust_span, split_claim
-from annotate.models import Answer, Assignment, Claim, Passage, Role
+from annotate.models import Answer, Assignment, Claim, Passage, Project, Role
 from annotate.schema import LabelSchema
 from annotate.services import (
     DecisionInput,
@@ -178,3 +178,31 @@ def test_the_cache_can_be_switched_off(labelled, settings):
     reports.get("x", lambda: calls.append(1))
     reports.get("x", lambda: calls.append(1))
     assert len(calls) == 2
+
+
+def test_the_statements_compiled_once_serve_every_project(db, reviewer_a, reviewer_b):
+    first = import_fixture("small.jsonl", "small")
+    version_of_first = version(first)
+    other = import_fixture("demo.jsonl", "demo")
+    assert version(other) != version_of_first
+    assert version(first) == version_of_first  # compiled for one, filled in for each
+
+
+@pytest.mark.postgres
+def test_an_open_project_s_version_does_not_scan_its_claims(labelled):
+    """Claims change on their own only in set-up; once labelling is open, the version skips
+    the scan of every claim of the project (PostgreSQL never executes that subquery)."""
+    from django.db import connection
+
+    numbers_sql, params, _, _ = report_cache._statements(connection.vendor)
+    filled = [labelled.pk if value == report_cache._ANY_PROJECT else value for value in params]
+
+    def claim_scans() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + numbers_sql, filled)
+            plan = [row[0] for row in cursor.fetchall()]
+        return [line for line in plan if "on annotate_claim" in line]
+
+    assert claim_scans() and all("never executed" in line for line in claim_scans())
+    Project.objects.filter(pk=labelled.pk).update(state=Project.State.DRAFT)
+    assert not any("never executed" in line for line in claim_scans())
