@@ -16,8 +16,8 @@ What the fingerprint covers, and why that is every way the data changes:
   and a reopen moves the assignment out of ``submitted``: the revisions' count and largest id
   with the number of submitted assignments;
 - rows updated in place by a re-import (cases, variants, judgment grades) and answers corrected
-  in place (AnswerCorrection rows); claims, while the project is in set-up, the only time
-  they are edited on their own (their count, largest id and ends' sum);
+  in place (AnswerCorrection rows); claims and citations, while the project is in set-up, the
+  only time they are edited on their own (their count, largest id and claims' ends' sum);
   a passage deleted (citations' unresolved count); the project's state, schema and opening.
 
 Kept per process (a small LRU, no pickling: a report over 10,000 answers is megabytes of
@@ -46,6 +46,7 @@ from annotate.models import (
     AnswerCorrection,
     Assignment,
     Case,
+    Citation,
     Claim,
     Decision,
     Judgment,
@@ -76,10 +77,9 @@ def _aggregates(rows: tuple, *expressions):
     return Coalesce(Subquery(text), Value(""), output_field=CharField())
 
 
-# Rows whose number and largest id the reports depend on. Left out on purpose: citations,
-# retrieved passages and evidence rows, which change only with a row counted here (a replaced
-# answer, a deleted passage, a re-imported case) or before labelling opens (citations edited
-# on the boundary page), when no report has labels to read them with.
+# Rows whose number and largest id the reports depend on. Left out on purpose: retrieved
+# passages and evidence rows, which change only with a row counted here (a replaced answer, a
+# deleted passage, a re-imported case); citations are counted in set-up only (below).
 COUNTED = {
     "answers": (Answer, "project"),
     "corrections": (AnswerCorrection, "answer__project"),
@@ -87,6 +87,12 @@ COUNTED = {
     "decisions": (Decision, "answer__project"),
     "revisions": (LabelRevision, "assignment__project"),
 }
+
+
+def _in_setup(figures):
+    return DbCase(
+        When(state=Project.State.DRAFT, then=figures), default=Value(""), output_field=CharField()
+    )
 
 
 def data_version(project: Project) -> str:
@@ -121,19 +127,16 @@ def _statements(vendor: str) -> tuple[str, tuple, str, tuple]:
     values["v_answers"] = _aggregates(
         COUNTED["answers"], Count("pk"), Max("pk"), Sum(Coalesce("task_number", 0))
     )
-    # Claims change on their own only in set-up (the boundary page); once labelling opens,
-    # only with their answer, which the answers' figures cover. The condition is SQL's, so
-    # the 100,000-claim scan (about 50 ms at 10,000 answers) is skipped where it says nothing
-    # (PostgreSQL evaluates a CASE branch's subquery only when it is taken).
-    values["v_claims"] = DbCase(
-        When(
-            state=Project.State.DRAFT,
-            then=_aggregates(
-                (Claim, "answer__project"), Count("pk"), Max("pk"), Sum("start"), Sum("end")
-            ),
-        ),
-        default=Value(""),
-        output_field=CharField(),
+    # Claims and their citations change on their own only in set-up (the boundary page
+    # rewrites a claim's citations as new rows); once labelling opens, only with their answer,
+    # which the answers' figures cover. The condition is SQL's, so the scans of 100,000 claims
+    # (about 50 ms at 10,000 answers) and of their citations are skipped where they say
+    # nothing (PostgreSQL evaluates a CASE branch's subquery only when it is taken).
+    values["v_claims"] = _in_setup(
+        _aggregates((Claim, "answer__project"), Count("pk"), Max("pk"), Sum("start"), Sum("end"))
+    )
+    values["v_citations"] = _in_setup(
+        _aggregates((Citation, "claim__answer__project"), Count("pk"), Max("pk"))
     )
     submitted = Q(status=Assignment.Status.SUBMITTED)
     values["v_submitted"] = _aggregates(

@@ -391,6 +391,39 @@ def test_the_gold_page_counts_before_the_download(client, demo, lead):
     assert bad.status_code == 400
 
 
+def test_the_gold_page_keeps_its_counts_until_a_decision_changes_them(client, demo, lead):
+    """The counts derive every pair of the project (2 s at 10,000 answers): read once per
+    state of the labels and decisions."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("gold", kwargs={"slug": demo.slug})
+
+    def view():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url)
+        labels_read = sum('FROM "annotate_claimlabel"' in q["sql"] for q in queries)
+        return response.context["counts"], labels_read
+
+    counts, read = view()
+    assert read >= 1 and counts.claims["adjudicated"] == 0
+    assert view()[1] == 0
+    _, claim_pairs = gold.pairs_for_project(demo)
+    pair = next(p for p in claim_pairs if p.pending == ["support"])
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
+        rationale="decided",
+    )
+    after, read = view()
+    assert read >= 1 and after.claims["adjudicated"] == 1
+    assert after.claims["pending"] == counts.claims["pending"] - 1
+
+
 def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead):
     """Issue #15: a label import during live labelling left answers with three label sets and
     gold silently dropped the third. With an overlap of 3 that is the design: gold reads the

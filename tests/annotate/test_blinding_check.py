@@ -113,3 +113,32 @@ def test_a_feature_only_one_variant_shows_is_flagged_however_rare():
 @pytest.mark.django_db
 def test_too_few_answers_flag_nothing(small_project):
     assert blinding_check(small_project) == []  # two variants of 3 and 1 answers
+
+
+@pytest.mark.django_db
+def test_the_setup_page_keeps_the_check_until_the_data_changes(client, lead):
+    """The check scans every answer, claim and citation of the project (1.3 s at 10,000
+    answers): the set-up page runs it once per state of the data, and again after a citation
+    edit on the boundary page."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotate.boundaries import edit_citations
+    from annotate.models import Claim
+
+    project = import_fixture("demo.jsonl", "demo")
+    add_member(project=project, username=lead.username, role=Role.LEAD)
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("project_setup", kwargs={"slug": project.slug})
+
+    def scans() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url).status_code == 200
+        return sum('FROM "annotate_retrievedpassage"' in q["sql"] for q in queries)
+
+    first = scans()
+    assert first >= 1
+    assert scans() == 0
+    claim = Claim.objects.filter(answer__project=project).order_by("pk").first()
+    edit_citations(claim=claim, cited_ids=["no-such-passage"])
+    assert scans() == first

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate import gold, report_cache
-from annotate.boundaries import adjust_span, split_claim
+from annotate.boundaries import adjust_span, edit_citations, split_claim
 from annotate.models import Answer, Assignment, Claim, Passage, Project, Role
 from annotate.schema import LabelSchema
 from annotate.services import (
@@ -137,6 +137,8 @@ def test_boundary_edits_passage_deletion_schema_and_opening_change_the_version(
     versions.append(version(project))
     claim.refresh_from_db()
     split_claim(claim=claim, at=claim.text.index(" ") + claim.start + 1)
+    versions.append(version(project))
+    edit_citations(claim=Claim.objects.get(pk=claim.pk), cited_ids=["no-such-passage"])
     versions.append(version(project))
     set_label_schema(project=project, schema=LabelSchema("binary", (), ()))
     versions.append(version(project))
