@@ -222,37 +222,63 @@ def pairs_for_project(
     return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
 
 
+# Fields whose value two reviewers agree on when it is equal, as it is (comparable() returns
+# it unchanged, and so does _agreed_value()).
+_PLAIN = frozenset(
+    {"support", "support_binary", "severity", "requires_evidence", "relevance", "abstention"}
+)
+
+
 def _derive(pair: ItemPair, fields, latest) -> None:
     """Each field's gold and its source. `latest` is None for an item no lead decided
     anything on (most of them): then only the reviewers' two values are compared."""
+    if latest is None:
+        # The common case, inlined for the plain fields: every pair of a project passes
+        # here whenever the adjudication queue, the gold counts or an export is derived.
+        a, b, gold, source = pair.a, pair.b, pair.gold, pair.source
+        for name in fields:
+            if name not in _PLAIN:
+                _derive_field(pair, name, None)
+            elif a.get(name) == b.get(name):
+                gold[name] = a.get(name)
+                source[name] = AGREED
+            else:
+                gold[name] = None
+                source[name] = PENDING
+        return
     for name in fields:
-        decision = None if latest is None else latest.get((pair.answer_id, pair.claim_id, name))
-        if name == "support_binary" and latest is not None:
-            # A lead who decides the subtype decides the binary value with it.
-            decision = latest.get((pair.answer_id, pair.claim_id, "support")) or decision
-            if decision is not None:
-                pair.gold[name] = support_binary(decision.value)
-                pair.source[name] = ADJUDICATED
-                pair.rationale[name] = decision.rationale
-                continue
+        _derive_field(pair, name, latest)
+
+
+def _derive_field(pair: ItemPair, name: str, latest) -> None:
+    """One field's gold and source; `latest`: the decisions, None when there are none."""
+    decision = None if latest is None else latest.get((pair.answer_id, pair.claim_id, name))
+    if name == "support_binary" and latest is not None:
+        # A lead who decides the subtype decides the binary value with it.
+        decision = latest.get((pair.answer_id, pair.claim_id, "support")) or decision
         if decision is not None:
-            pair.gold[name] = decision.value
+            pair.gold[name] = support_binary(decision.value)
             pair.source[name] = ADJUDICATED
             pair.rationale[name] = decision.rationale
-        elif not pair.differs(name):
-            pair.gold[name] = _agreed_value(name, pair)
-            pair.source[name] = AGREED
-        elif name == "evidence":
-            # Reviewers often pick different but equally valid passages; measuring that is
-            # the evidence-overlap statistic's job. Gold keeps both sets rather than holding
-            # the answer in the adjudication queue.
-            ids = sorted(set(pair.a["evidence_ids"]) | set(pair.b["evidence_ids"]))
-            quote = pair.a.get("evidence_quote") or pair.b.get("evidence_quote")
-            pair.gold[name] = {"evidence_ids": ids, "evidence_quote": quote}
-            pair.source[name] = UNION
-        else:
-            pair.gold[name] = None
-            pair.source[name] = PENDING
+            return
+    if decision is not None:
+        pair.gold[name] = decision.value
+        pair.source[name] = ADJUDICATED
+        pair.rationale[name] = decision.rationale
+    elif not pair.differs(name):
+        pair.gold[name] = _agreed_value(name, pair)
+        pair.source[name] = AGREED
+    elif name == "evidence":
+        # Reviewers often pick different but equally valid passages; measuring that is
+        # the evidence-overlap statistic's job. Gold keeps both sets rather than holding
+        # the answer in the adjudication queue.
+        ids = sorted(set(pair.a["evidence_ids"]) | set(pair.b["evidence_ids"]))
+        quote = pair.a.get("evidence_quote") or pair.b.get("evidence_quote")
+        pair.gold[name] = {"evidence_ids": ids, "evidence_quote": quote}
+        pair.source[name] = UNION
+    else:
+        pair.gold[name] = None
+        pair.source[name] = PENDING
 
 
 def _agreed_value(name: str, pair: ItemPair) -> Any:
