@@ -213,6 +213,9 @@ class StoredReport(models.Model):
     result = OrderedJSONField(null=True, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="How long it took to compute.")
+    # The statistics code that computed it (jobs.reports.CODE_VERSION): a report of other code
+    # may have another shape, so it is never shown while the current code recomputes it.
+    code_version = models.CharField(max_length=12, blank=True)
     # The fingerprint a worker was asked to compute, and when: one request per new state.
     wanted = models.CharField(max_length=64, blank=True)
     wanted_at = models.DateTimeField(null=True, blank=True)

@@ -147,14 +147,17 @@ def read(*, project: Project, kind: str, key: str = "", version: str | None = No
             result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
         )
     if framework.runs_in_process() or (
-        (row is None or row.computed_at is None) and _small(project)
+        (row is None or row.computed_at is None or row.code_version != CODE_VERSION)
+        and _small(project)
     ):
         row = _compute(project, kind, key, now_fingerprint, keep=True)
         return Stored(
             row.result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
         )
     _ask_worker(project, kind, key, now_fingerprint)
-    if row is None or row.computed_at is None:
+    if row is None or row.computed_at is None or row.code_version != CODE_VERSION:
+        # Nothing to show meanwhile; nor a report of the code before a deploy, whose shape
+        # the pages of this code may not read.
         return Stored(None, None, None, fresh=False, refreshing=True, version=version)
     return Stored(
         _decoded(row), row.computed_at, row.seconds, fresh=False, refreshing=True, version=version
@@ -315,6 +318,7 @@ def _compute(
         "fingerprint": current,
         "computed_at": timezone.now(),
         "seconds": round(seconds, 3),
+        "code_version": CODE_VERSION,
     }
     if keep:
         _keep((project.pk, kind, key, current, values["computed_at"]), result)

@@ -83,6 +83,34 @@ def test_changed_labels_show_the_stored_report_marked_stale_and_ask_one_worker(
     assert 'data-report-freshness="current"' in page
 
 
+def test_a_report_of_the_code_before_a_deploy_is_never_shown(
+    browser, demo, computations, database_tasks, settings
+):
+    """A deploy that changes the statistics code makes every stored report stale, and a
+    report of other code may have another shape (a key this code's page reads, missing):
+    while a worker recomputes it, a large project shows the waiting page, not those figures;
+    a small one computes it in the request."""
+    browser.get("/p/demo/agreement/")
+    StoredReport.objects.filter(kind="agreement").update(code_version="0ld0ld0ld0ld")
+    relabel(demo)
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    page = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="pending"' in page and "Support" not in page
+    assert DBTaskResult.objects.count() == 1
+    (task,) = DBTaskResult.objects.all()
+    refresh_report.call(*task.args_kwargs["args"])
+    assert StoredReport.objects.get(kind="agreement").code_version == reports.CODE_VERSION
+    page = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="current"' in page
+    # small again: the old code's report is replaced in the request
+    StoredReport.objects.filter(kind="agreement").update(code_version="0ld0ld0ld0ld")
+    relabel(demo)
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10**6
+    page = browser.get("/p/demo/agreement/").content.decode()
+    assert 'data-report-freshness="current"' in page
+    assert computations == ["demo", "demo", "demo"]
+
+
 def test_a_large_projects_first_report_waits_for_a_worker(
     browser, demo, lead, database_tasks, settings
 ):
