@@ -42,20 +42,32 @@ from jobs.models import StoredReport
 Kind = StoredReport.Kind
 
 
+# Modules of evaluation/ that show reports and compute none: a change to a page or the API
+# leaves every stored report as it was (the pages that read them are this deploy's anyway).
+PRESENTATION = frozenset(
+    {"admin.py", "agreement_views.py", "api.py", "apps.py", "judge_views.py", "views.py"}
+)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_sources() -> list[Path]:
+    """The statistics modules and what they read gold through (the gold and support_binary
+    derivation, the label schema)."""
+    return sorted(
+        [
+            *(p for p in ROOT.glob("evaluation/*.py") if p.name not in PRESENTATION),
+            ROOT / "annotate/gold.py",
+            ROOT / "annotate/schema.py",
+        ]
+    )
+
+
 def _code_version() -> str:
-    """The source of the statistics modules and of what they read gold through (the gold and
-    support_binary derivation, the label schema): a deploy that changes how a report is
-    computed makes every stored one stale, without anyone having to remember a version
-    number."""
-    root = Path(__file__).resolve().parent.parent
+    """A digest of code_sources(): a deploy that changes how a report is computed makes every
+    stored one stale, without anyone having to remember a version number."""
     digest = hashlib.sha256()
-    sources = [
-        *root.glob("evaluation/*.py"),
-        root / "annotate/gold.py",
-        root / "annotate/schema.py",
-    ]
-    for path in sorted(sources):
-        digest.update(path.relative_to(root).as_posix().encode())
+    for path in code_sources():
+        digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -317,3 +317,36 @@ def test_a_report_that_fails_is_asked_again_only_after_the_stale_period(
     StoredReport.objects.filter(kind="agreement").update(wanted_at=stale)
     browser.get("/p/demo/agreement/")
     assert DBTaskResult.objects.count() == 2
+
+
+@pytest.mark.django_db(False)
+def test_the_code_version_covers_every_module_a_report_is_computed_with():
+    """The stored reports' code version digests the modules that compute them, not the pages
+    that show them (a page's change must not make every report be computed again); a module
+    the computing ones import must not be left out."""
+    import os
+    import subprocess
+    import sys
+
+    root = reports.ROOT
+    # What the computing modules import, beyond what Django's start-up loads (the admin).
+    probe = (
+        "import django, sys; django.setup(); before = set(sys.modules); "
+        "import evaluation.reports, evaluation.agreement_report, evaluation.judge_reports; "
+        "print(' '.join(m for m in set(sys.modules) - before if m.startswith('evaluation.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+    ).stdout.split()
+    covered = {
+        p.relative_to(root).with_suffix("").as_posix().replace("/", ".")
+        for p in reports.code_sources()
+    }
+    assert {"evaluation.reports", "evaluation.metrics"} <= set(loaded)
+    assert set(loaded) <= covered, set(loaded) - covered
+    assert "evaluation.views" not in covered and "evaluation.judge_views" not in covered
