@@ -154,7 +154,7 @@ def project_new(request):
         except ServiceError as exc:
             form.add_error("slug", str(exc))
         else:
-            response, bundle_errors = _after_upload(request, job, form)
+            response, bundle_errors = job_views.after_upload(request, job, form)
             if response is not None:
                 return response
     context = {"form": form, "bundle_errors": bundle_errors}
@@ -168,22 +168,6 @@ def _prefilled(request) -> dict:
     """The new-project form filled in from its query string: a refused upload's page links
     back here with the slug and name it had."""
     return {key: request.GET[key] for key in ("slug", "name") if key in request.GET}
-
-
-def _after_upload(request, job: Job, form) -> tuple:
-    """(response, bundle errors) once an upload is queued. A job still waiting or running
-    sends the person to its page, which follows it; one already finished (a worker was
-    quick, or CLAIMDESK_TASKS=immediate ran it in this request) answers as the page always
-    did: on to set-up, or the form again with every problem by line."""
-    if job.status == Job.Status.SUCCEEDED:
-        job_views.announce(request, job)
-        return _go(request, job_views.done_url(job)), None
-    if job.status == Job.Status.FAILED:
-        errors = jobs.bundle_errors(job)
-        if errors is None and not job.result.get("deletions"):  # those are listed apart
-            form.add_error(None, job.failure)
-        return None, errors
-    return _go(request, job_views.job_url(job)), None
 
 
 @project_view(Role.LEAD)
@@ -213,7 +197,7 @@ def project_upload(request, project, role):
         except jobs.EmptyUpload as exc:
             form.add_error("file", str(exc))
         else:
-            response, bundle_errors = _after_upload(request, job, form)
+            response, bundle_errors = job_views.after_upload(request, job, form)
             if response is not None:
                 return response
             deletions = job.result.get("deletions")

@@ -11,12 +11,9 @@ import itertools
 import json
 
 from django import forms
-from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from annotate import csvsafe
 from annotate.bundles import BundleInvalid
@@ -28,10 +25,13 @@ from evaluation import charts, judge_reports
 from evaluation.agreement import one_label_reason
 from evaluation.agreement_views import short_label
 from evaluation.intervals import wilson_interval
-from evaluation.judges import import_judge_run, self_judged_counts
+from evaluation.judges import self_judged_counts
 from evaluation.models import JudgeRun
 from evaluation.reports import csv_value
 from jobs import reports as stored_reports
+from jobs import services as jobs
+from jobs import views as job_views
+from jobs.models import Job
 
 SPLIT_CHOICES = [
     ("judge_test", "judge_test (measuring)"),
@@ -220,31 +220,28 @@ def judges(request, project, role):
 @require_POST
 @project_view(Role.LEAD)
 def judge_upload(request, project, role):
+    """A judge run's file is stored and imported by a worker, as bundles are: a run of 100,000
+    verdicts takes seconds to check and write, too long to hold a request for. A run already
+    imported when this answers (CLAIMDESK_TASKS=immediate, or a quick worker) goes straight to
+    its page; a refused one shows every problem by line on the form."""
     form = JudgeRunUploadForm(request.POST, request.FILES)
     bundle_errors: BundleInvalid | None = None
     if form.is_valid():
-        upload = form.cleaned_data["file"]
         try:
-            result = import_judge_run(
-                lines=upload,
-                project=project,
-                name=form.cleaned_data["name"] or None,
+            job = jobs.start_import(
+                kind=Job.Kind.JUDGE_IMPORT,
                 user=request.user,
-                source_name=upload.name,
+                upload=form.cleaned_data["file"],
+                slug=project.slug,
+                project=project,
+                params={"name": form.cleaned_data["name"]},
             )
-        except BundleInvalid as exc:
-            bundle_errors = exc
+        except jobs.EmptyUpload as exc:
+            form.add_error("file", str(exc))
         else:
-            messages.success(
-                request, f"Imported judge run '{result.run.name}': {result.summary()}."
-            )
-            if result.self_judged:
-                messages.warning(
-                    request,
-                    f"{result.self_judged} verdict(s) grade answers of the judge's own model.",
-                )
-            url = reverse("judge_run", kwargs={"slug": project.slug, "run_pk": result.run.pk})
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+            response, bundle_errors = job_views.after_upload(request, job, form)
+            if response is not None:
+                return response
     context = _runs_context(project, role, form=form, bundle_errors=bundle_errors)
     if request.htmx:  # htmx swaps only 2xx responses
         return render(request, "evaluation/judges.html#upload-form", context)

@@ -398,6 +398,30 @@ def _label_import(job: Job, progress: Progress) -> None:
         _done_import(job, progress, out, project)
 
 
+def _judge_import(job: Job, progress: Progress) -> None:
+    from evaluation.judges import import_judge_run
+
+    with Opened(job, progress) as lines, transaction.atomic():
+        project = Project.objects.get(pk=job.project_id)
+        result = import_judge_run(
+            lines=lines,
+            project=project,
+            name=job.params.get("name") or None,
+            user=job.created_by,
+            source_name=job.file_name,
+        )
+        progress.stage = "written"
+        progress.rows_written = result.verdicts
+        out = {
+            "project": project.slug,
+            "run": result.run.pk,
+            "run_name": result.run.name,
+            "summary": result.summary(),
+            "self_judged": result.self_judged,
+        }
+        _done_import(job, progress, out, project)
+
+
 def _gold_export(job: Job, progress: Progress) -> None:
     from annotate import exports
 
@@ -485,5 +509,6 @@ WORK: dict[str, Callable[[Job, Progress], None]] = {
     Job.Kind.BUNDLE_IMPORT: _bundle_import,
     Job.Kind.RAGAS_IMPORT: _ragas_import,
     Job.Kind.LABEL_IMPORT: _label_import,
+    Job.Kind.JUDGE_IMPORT: _judge_import,
     Job.Kind.GOLD_EXPORT: _gold_export,
 }

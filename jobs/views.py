@@ -36,8 +36,32 @@ def job_url(job: Job) -> str:
 
 
 def done_url(job: Job) -> str:
-    """Where a finished import sends the person: the project's set-up page."""
-    return reverse("project_setup", kwargs={"slug": job.result.get("project", job.project_slug)})
+    """Where a finished import sends the person: the judge run's page for a judge run, the
+    project's set-up page for the rest."""
+    slug = job.result.get("project", job.project_slug)
+    if job.kind == Job.Kind.JUDGE_IMPORT:
+        return reverse("judge_run", kwargs={"slug": slug, "run_pk": job.result["run"]})
+    return reverse("project_setup", kwargs={"slug": slug})
+
+
+def after_upload(request, job: Job, form) -> tuple:
+    """(response, bundle errors) once an upload is queued. A job still waiting or running
+    sends the person to its page, which follows it; one already finished (a worker was
+    quick, or CLAIMDESK_TASKS=immediate ran it in this request) answers as the page always
+    did: on to where the import leads, or the form again with every problem by line."""
+    if job.status == Job.Status.SUCCEEDED:
+        announce(request, job)
+        return _go(request, done_url(job)), None
+    if job.status == Job.Status.FAILED:
+        errors = services.bundle_errors(job)
+        if errors is None and not job.result.get("deletions"):  # those are listed apart
+            form.add_error(None, job.failure)
+        return None, errors
+    return _go(request, job_url(job)), None
+
+
+def _go(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def announce(request, job: Job) -> None:
@@ -50,6 +74,16 @@ def announce(request, job: Job) -> None:
     result = job.result
     if job.kind == Job.Kind.LABEL_IMPORT:
         messages.success(request, f"Labels: {result.get('summary', 'imported')}.")
+        return
+    if job.kind == Job.Kind.JUDGE_IMPORT:
+        messages.success(
+            request, f"Imported judge run '{result['run_name']}': {result['summary']}."
+        )
+        if result.get("self_judged"):
+            messages.warning(
+                request,
+                f"{result['self_judged']} verdict(s) grade answers of the judge's own model.",
+            )
         return
     prefix = "Project created. " if result.get("created_project") else ""
     messages.success(request, f"{prefix}Imported {result.get('summary', '')}.")
@@ -85,6 +119,8 @@ def _again_url(job: Job) -> str:
     """The form to upload a corrected file on."""
     if job.kind == Job.Kind.GOLD_EXPORT:
         return reverse("gold", kwargs={"slug": job.project_slug})
+    if job.kind == Job.Kind.JUDGE_IMPORT:
+        return reverse("judges", kwargs={"slug": job.project_slug})
     if job.project_id is None:
         query = urlencode({"slug": job.project_slug, "name": job.params.get("name") or ""})
         return f"{reverse('project_new')}?{query}"

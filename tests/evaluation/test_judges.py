@@ -355,6 +355,51 @@ def test_lead_uploads_a_run_and_lands_on_its_calibration(client, led, lead):
     assert page.status_code == 200 and b"strict-judge-v2" in page.content
 
 
+def test_a_run_uploaded_with_a_worker_is_imported_by_it_and_followed_on_the_job_page(
+    client, led, lead, database_tasks
+):
+    """A run of 100,000 verdicts takes seconds to check and write: the upload stores the file
+    and a worker imports it, while the job page follows it and then leads to the run."""
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.models import Job
+    from jobs.tasks import run_job
+
+    client.login(username=lead.username, password=PASSWORD)
+    response = _upload(client, led, run_file(supported()), name="nightly")
+    job = Job.objects.get()
+    assert job.kind == Job.Kind.JUDGE_IMPORT and job.status == Job.Status.QUEUED
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert not JudgeRun.objects.exists()
+    assert "Judge run import" in client.get(f"/jobs/{job.pk}/").content.decode()
+    (task,) = DBTaskResult.objects.all()
+    run_job.call(*task.args_kwargs["args"])
+    run = JudgeRun.objects.get()
+    assert run.name == "nightly" and run.imported_by == lead and run.source_name == "run.jsonl"
+    page = client.get(f"/jobs/{job.pk}/", follow=True)
+    assert page.redirect_chain[-1][0] == reverse(
+        "judge_run", kwargs={"slug": "small", "run_pk": run.pk}
+    )
+    assert "Imported judge run &#x27;nightly&#x27;: 1 verdicts" in page.content.decode()
+
+
+def test_a_run_a_worker_refuses_lists_every_problem_on_the_job_page(
+    client, led, lead, database_tasks
+):
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import run_job
+
+    client.login(username=lead.username, password=PASSWORD)
+    response = _upload(client, led, run_file(supported("nope", 0)))
+    (task,) = DBTaskResult.objects.all()
+    run_job.call(*task.args_kwargs["args"])
+    page = client.get(response["Location"]).content.decode()
+    assert "line 2: unknown answer_id &#x27;nope&#x27;" in page
+    assert 'href="/p/small/judges/"' in page  # upload a corrected file there
+    assert not JudgeRun.objects.exists()
+
+
 def test_a_refused_upload_lists_every_problem_and_writes_nothing(client, led, lead):
     client.login(username=lead.username, password=PASSWORD)
     response = _upload(client, led, run_file(supported("nope", 0), supported(claim_index=9)))
