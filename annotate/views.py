@@ -511,6 +511,7 @@ def adjudicate(request, project, role, number):
         raise Http404("Not found")
     error, status = None, 200
     if request.method == "POST":
+        _carry_queue(request, project, number)  # as read before this decision moves it
         error, status, saved = _save_decisions(request, screen)
         if error is None:
             messages.success(request, f"Task {number}: {saved} decision(s) saved.")
@@ -548,7 +549,7 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
     answers, for every decision); here the queue is read once per UPCOMING_KEPT decisions and
     each candidate is checked alone (its own pairs: three small queries). Disagreements that
     arrive meanwhile join when the carried list runs out."""
-    key = f"claimdesk_upcoming_{project.pk}"
+    key = _upcoming_key(project)
     upcoming = [item for item in request.session.get(key, []) if item[1] != number]
     read_afresh = False
     while True:
@@ -556,12 +557,7 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
             if read_afresh:
                 break
             read_afresh = True
-            queue = reports_of(project).get(
-                ("adjudication-queue", None, None), lambda: gold.adjudication_queue(project)
-            )
-            upcoming = [
-                (d.answer.pk, d.answer.task_number) for d in queue if d.answer.task_number != number
-            ][:UPCOMING_KEPT]
+            upcoming = _queue_ahead(project, number)
             continue
         answer_pk, candidate = upcoming[0]
         answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=[answer_pk])
@@ -571,6 +567,27 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
         upcoming.pop(0)  # decided meanwhile, by another lead or in another tab
     request.session.pop(key, None)
     return None
+
+
+def _upcoming_key(project) -> str:
+    return f"claimdesk_upcoming_{project.pk}"
+
+
+def _queue_ahead(project, number: int) -> list[tuple[int, int]]:
+    """(answer pk, task number) of the queue's first items other than `number`."""
+    queue = reports_of(project).get(
+        ("adjudication-queue", None, None), lambda: gold.adjudication_queue(project)
+    )
+    ahead = [(d.answer.pk, d.answer.task_number) for d in queue if d.answer.task_number != number]
+    return ahead[:UPCOMING_KEPT]
+
+
+def _carry_queue(request, project, number: int) -> None:
+    """Before the first decision of a walk, the queue as it is now (kept from the queue page
+    the lead came from, usually): read after the decision, it would be derived again."""
+    key = _upcoming_key(project)
+    if not request.session.get(key):
+        request.session[key] = _queue_ahead(project, number)
 
 
 def _save_decisions(request, screen) -> tuple[str | None, int, int | None]:
