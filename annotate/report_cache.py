@@ -18,7 +18,7 @@ What the fingerprint covers, and why that is every way the data changes:
 - rows updated in place by a re-import (cases, variants, judgment grades) and answers corrected
   in place (AnswerCorrection rows); claims and citations, while the project is in set-up, the
   only time they are edited on their own (their count, largest id and claims' ends' sum);
-  a passage deleted (citations' unresolved count); the project's state, schema and opening.
+  a passage deleted (the passages' count); the project's state, schema and opening.
 
 Kept per process (a small LRU, no pickling: a report over 10,000 answers is megabytes of
 Python objects) and for at most TTL seconds, so that even a change made behind the
