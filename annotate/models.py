@@ -424,6 +424,13 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["project", "reviewer", "status"], name="assignment_reviewer_idx"),
             models.Index(fields=["answer", "status"], name="assignment_answer_idx"),
+            # The tasks in progress, oldest touch first: what next_task releases as abandoned
+            # on every call, read without walking the project's submitted assignments.
+            models.Index(
+                fields=["project", "touched_at"],
+                condition=Q(status="in_progress"),
+                name="assignment_in_progress_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -226,3 +226,53 @@ def test_a_reviewer_s_progress_reads_their_rows_and_the_open_queue_only(reviewer
     assert len(captured) == 2
     read = {query["sql"]: rows_read(query["sql"]) for query in captured}
     assert sum(read.values()) <= 3 + 10 + 3, read  # my rows, the open answers, their joins
+
+
+@pytest.mark.django_db
+def test_releasing_abandoned_tasks_reads_the_tasks_in_progress_only(reviewer_a):
+    """Every next_task first releases the project's abandoned tasks. In a project of 8,000
+    submitted assignments and one task in progress, that reads the one row in progress (the
+    partial index of tasks in progress), not every assignment of the project."""
+    from annotate.services.queue import release_abandoned
+
+    others = [
+        get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
+    ]
+    project = big_project(others)
+    answer = Answer.objects.filter(project=project).order_by("task_number").first()
+    Assignment.objects.filter(answer=answer, reviewer=others[1]).delete()
+    Assignment.objects.create(project=project, answer=answer, reviewer=reviewer_a)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+    with CaptureQueriesContext(connection) as captured:
+        assert release_abandoned(project=project) == 0
+    [select] = [q["sql"] for q in captured if q["sql"].startswith("SELECT")]
+    # Index entries visited do not show as rows: the project's (project, reviewer, status)
+    # index yields the one row too, after walking all 8,000 entries. Pages read tell them apart.
+    assert pages_read(select) <= 3
+    assert "assignment_in_progress_idx" in [index for _, index in explain_indexes(select)]
+
+
+def pages_read(sql: str) -> int:
+    """Shared buffers the statement touched, hit or read (EXPLAIN ANALYZE, BUFFERS)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
+        raw = cursor.fetchone()[0]
+    plan = (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+    return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+
+
+def explain_indexes(sql: str) -> list[tuple[str, str]]:
+    """(node type, index name) of every index scan in the statement's plan."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+        raw = cursor.fetchone()[0]
+
+    def walk(node):
+        found = [(node["Node Type"], node["Index Name"])] if "Index Name" in node else []
+        for child in node.get("Plans", []):
+            found += walk(child)
+        return found
+
+    return walk((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
