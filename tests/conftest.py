@@ -81,6 +81,27 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
     return project
 
 
+def decide_support(project: Project, lead, pair=None):
+    """A lead decides `support` of a claim pair (by default the first pending one) as
+    supported, as the adjudication screen would; returns the pair."""
+    from annotate import gold
+    from annotate.models import Answer
+    from annotate.services import DecisionInput, adjudicate
+
+    if pair is None:
+        _, claim_pairs = gold.pairs_for_project(project)
+        pair = next(p for p in claim_pairs if p.source["support"] == gold.PENDING)
+    answer = Answer.objects.get(pk=pair.answer_id)
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
+        rationale="decided",
+    )
+    return pair
+
+
 @pytest.fixture
 def small_project(db) -> Project:
     return import_fixture("small.jsonl", "small")

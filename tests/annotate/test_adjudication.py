@@ -27,7 +27,7 @@ from annotate.services import (
     start_adjudication,
     submit_labels,
 )
-from tests.conftest import PASSWORD, labelled_demo
+from tests.conftest import PASSWORD, decide_support, labelled_demo
 
 
 @pytest.fixture
@@ -410,15 +410,7 @@ def test_the_gold_page_keeps_its_counts_until_a_decision_changes_them(client, de
     assert read >= 1 and counts.claims["adjudicated"] == 0
     assert view()[1] == 0
     _, claim_pairs = gold.pairs_for_project(demo)
-    pair = next(p for p in claim_pairs if p.pending == ["support"])
-    answer = Answer.objects.get(pk=pair.answer_id)
-    adjudicate(
-        answer=answer,
-        lead=lead,
-        version=0,
-        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
-        rationale="decided",
-    )
+    decide_support(demo, lead, next(p for p in claim_pairs if p.pending == ["support"]))
     after, read = view()
     assert read >= 1 and after.claims["adjudicated"] == 1
     assert after.claims["pending"] == counts.claims["pending"] - 1

@@ -12,18 +12,16 @@ from django.utils import timezone
 
 from annotate import gold, report_cache
 from annotate.boundaries import adjust_span, edit_citations, split_claim
-from annotate.models import Answer, Assignment, Claim, Passage, Project, Role
+from annotate.models import Assignment, Claim, Passage, Project, Role
 from annotate.schema import LabelSchema
 from annotate.services import (
-    DecisionInput,
     add_member,
-    adjudicate,
     import_bundle,
     open_labelling,
     reopen_task,
     set_label_schema,
 )
-from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
+from tests.conftest import FIXTURES, PASSWORD, decide_support, import_fixture, labelled_demo
 
 pytestmark = pytest.mark.django_db
 SMALL = (FIXTURES / "small.jsonl").read_text()
@@ -63,30 +61,14 @@ def test_a_kept_report_is_served_until_the_data_changes(labelled, lead):
     first = reports.get("queue", compute)
     assert report_cache.reports_of(labelled).get("queue", compute) is first
     assert len(calls) == 1
-    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
-    answer = Answer.objects.get(pk=pair.answer_id)
-    adjudicate(
-        answer=answer,
-        lead=lead,
-        version=0,
-        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
-        rationale="decided",
-    )
+    decide_support(labelled, lead)
     again = report_cache.reports_of(labelled).get("queue", compute)
     assert len(calls) == 2 and again is not first
 
 
 def test_a_decision_a_reopen_and_a_new_submission_each_change_the_version(labelled, lead):
     before = version(labelled)
-    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
-    answer = Answer.objects.get(pk=pair.answer_id)
-    adjudicate(
-        answer=answer,
-        lead=lead,
-        version=0,
-        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
-        rationale="decided",
-    )
+    decide_support(labelled, lead)
     decided = version(labelled)
     assert decided != before
     # a reviewer reopens a task nobody adjudicates yet: their label set leaves the reports
@@ -161,15 +143,7 @@ def test_the_evaluation_page_shows_a_decision_at_once(client, labelled, lead):
 
     before = faithfulness_rows()
     assert faithfulness_rows() == before  # kept
-    pair = next(p for p in gold.pairs_for_project(labelled)[1] if p.source["support"] == "pending")
-    answer = Answer.objects.get(pk=pair.answer_id)
-    adjudicate(
-        answer=answer,
-        lead=lead,
-        version=0,
-        decisions=[DecisionInput(answer.claims.get(pk=pair.claim_id), "support", "supported")],
-        rationale="decided",
-    )
+    decide_support(labelled, lead)
     assert faithfulness_rows() != before
 
 
