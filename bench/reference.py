@@ -12,7 +12,9 @@ What it builds, in one PostgreSQL database: the demo project, a 1,000-answer pro
 for the traffic, plus one answer of 10 claims and one of 60 claims held by the measuring
 reviewer). Then gunicorn (2 workers x 4 threads, DEBUG off, as the Dockerfile runs it)
 serves it, with a background worker beside it as docker-compose runs one, and the script
-logs in like a browser (CSRF cookie, form post, htmx headers) and measures. Query counts
+logs in like a browser (CSRF cookie, form post, htmx headers) and measures: a reviewer's
+labelling, then a lead's pages (statistics, set-up, gold, boundaries, the adjudication queue)
+and ten decisions in turn, then the gold export and the import. Query counts
 come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER adds to every response
 (only here).
 
@@ -314,6 +316,27 @@ def cited(number: int) -> list[list[str]]:
     return [[c.cited_id for c in claim.citations.all()] for claim in claims]
 
 
+def adjudicate_in_turn(lead: Browser, queue_page: str, *, decisions: int) -> list[float]:
+    """Decide `decisions` items one after the other, as a lead does: open the screen, choose
+    reviewer A on every field, save, and follow the redirect to the next item. Returns each
+    save's time in ms (the save and the choice of the next item)."""
+    found = re.search(r"/p/big/adjudicate/(\d+)/", queue_page)
+    url = found.group(0) if found else None
+    times = []
+    for _ in range(decisions):
+        if url is None or "/adjudicate/" not in url or url.endswith("/adjudicate/"):
+            break
+        screen = lead.get(url).text
+        data = {name: "a" for name in set(re.findall(r'name="(f-[^"]+)"', screen))}
+        data["version"] = re.search(r'name="version" value="(\d+)"', screen).group(1)
+        data["rationale"] = "Reviewer A read the passage right."
+        start = time.perf_counter()
+        saved = lead.post(url, data)
+        times.append((time.perf_counter() - start) * 1000)
+        url = saved.headers.get("Location")
+    return times
+
+
 def label_task(browser: Browser, number: int) -> None:
     """Complete labels, as a reviewer drafts them: not found in the passages (no quote
     needed), each citation judged, relevance rated."""
@@ -473,6 +496,34 @@ def main() -> None:
                     f"{last.headers.get('X-Query-Count')} queries",
                 )
             )
+        for name, url in (
+            ("set-up page", "/p/big/setup/"),
+            ("gold page", "/p/big/gold/"),
+            ("boundary list", "/p/big/claims/"),
+            ("adjudication queue", "/p/big/adjudicate/"),
+        ):
+            # Kept per data version: the first view computes, the later ones read.
+            start = time.perf_counter()
+            first = lead.get(url)
+            first_ms = (time.perf_counter() - start) * 1000
+            times, last = timed(lambda url=url: lead.get(url), n=6)
+            rows.append(
+                (
+                    f"{name} (big project)",
+                    f"first view {first_ms:.0f} ms · later views p50 {p(times, 0.5):.0f} ms · "
+                    f"{len(last.content) / 1024:.0f} KB · {last.headers.get('X-Query-Count')} "
+                    "queries",
+                )
+            )
+        queue_page = lead.get("/p/big/adjudicate/").text
+        decision_times = adjudicate_in_turn(lead, queue_page, decisions=10)
+        rows.append(
+            (
+                f"adjudication decisions in turn ({len(decision_times)})",
+                f"p50 {p(decision_times, 0.5):.0f} ms · max {max(decision_times):.0f} ms "
+                "(each saves and finds the next item)",
+            )
+        )
         rows.append(
             (
                 "workers after the lead's statistics pages too",
