@@ -158,18 +158,17 @@ def read(*, project: Project, kind: str, key: str = "", version: str | None = No
         return Stored(
             result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
         )
-    if framework.runs_in_process() or (
-        (row is None or row.computed_at is None or row.code_version != CODE_VERSION)
-        and _small(project)
-    ):
+    # A stale report is shown while it is recomputed, unless other code computed it: its shape
+    # may not be one the pages of this code read.
+    showable = row is not None and row.computed_at is not None
+    showable = showable and row.code_version == CODE_VERSION
+    if framework.runs_in_process() or (not showable and _small(project)):
         row = _compute(project, kind, key, now_fingerprint, keep=True)
         return Stored(
             row.result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
         )
     _ask_worker(project, kind, key, now_fingerprint)
-    if row is None or row.computed_at is None or row.code_version != CODE_VERSION:
-        # Nothing to show meanwhile; nor a report of the code before a deploy, whose shape
-        # the pages of this code may not read.
+    if not showable:
         return Stored(None, None, None, fresh=False, refreshing=True, version=version)
     return Stored(
         _decoded(row), row.computed_at, row.seconds, fresh=False, refreshing=True, version=version
