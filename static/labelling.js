@@ -373,6 +373,10 @@
     if (!claimForm || !claimCount) return;
     index = Math.max(0, Math.min(claimCount - 1, index));
     if (index !== selected) {
+      // A quote being selected belongs to the claim it was selected for: it is taken for that
+      // claim now, and the selection is cleared so that it never becomes the next claim's quote.
+      quoteNow();
+      dropPassageSelection();
       flush("claim:" + selected);
       selected = index;
       fill(index);
@@ -402,16 +406,24 @@
   const normalise = (text) => text.replace(/\s+/g, " ").trim();
   const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+  // A passage holding a selection, or the keyboard caret of the focused passage, keeps its
+  // text nodes: rebuilding them would drop the selection or send the caret back to the start.
   function selectionIn(passage) {
     const selection = window.getSelection();
     if (!selection || !selection.rangeCount) return false;
     const node = passage.querySelector(".passage-text");
-    return node.contains(selection.anchorNode) && !selection.isCollapsed;
+    if (!node.contains(selection.anchorNode)) return false;
+    return !selection.isCollapsed || document.activeElement === node;
+  }
+
+  function dropPassageSelection() {
+    clearTimeout(quoteTimer);
+    quoteTimer = null;
+    if (passages.some(selectionIn)) window.getSelection().removeAllRanges();
   }
 
   // Mark the selected claim's quote in its evidence passages. A passage in which the reviewer
-  // is selecting keeps its text nodes (rebuilding them would drop the selection) until focus
-  // leaves it.
+  // is selecting keeps its text nodes until focus leaves it.
   function highlight() {
     if (!claimForm) return;
     const data = readEditor();

@@ -43,7 +43,15 @@ class Keys:
     def select_words(self, item: str, *, skip: str, take: str) -> None:
         """In the focused passage: move the caret by words past `skip`, then extend the
         selection by words until it holds `take` -- all by keyboard."""
-        caret = "() => window.getSelection().focusOffset"
+        # The caret's offset in the whole passage, whichever of its text nodes holds it (the
+        # quote's mark splits the text in three).
+        caret = """() => {
+            const selection = window.getSelection();
+            const range = document.createRange();
+            range.selectNodeContents(document.activeElement);
+            range.setEnd(selection.focusNode, selection.focusOffset);
+            return range.toString().length;
+        }"""
         selected = "() => window.getSelection().toString().replace(/\\s+/g, ' ').trim()"
         for _ in range(40):
             if self.page.evaluate(caret) >= len(skip):
@@ -245,3 +253,51 @@ def test_a_save_keeps_focus_on_the_claim_it_replaces(page, demo, reviewer_a):
     page.wait_for_function("() => document.getElementById('claim-span-0').dataset.label")
     page.wait_for_timeout(100)
     assert page.evaluate("() => document.activeElement.id") == "claim-span-0"
+
+
+def test_a_quote_selected_for_one_claim_never_becomes_the_next_claim_s(page, demo, reviewer_a):
+    """The selection made for claim 1 stays on the page after j; the quote follows the
+    selection once it rests (250 ms), so without clearing it claim 2 took claim 1's quote
+    and its passage as evidence, and saved them as its draft."""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
+    open_task(page, task)
+    keys = Keys(page)
+    keys.press("claim 1", "1")
+    keys.press("quote 1", "p")
+    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    keys.press("claim 1", "j")
+    expect(page.locator("#claim-form")).to_have_attribute("data-claim", "1")
+    page.wait_for_timeout(750)  # three times the pause after which a selection is taken
+    expect(page.locator("body")).to_have_attribute("data-saving", "0")
+
+    assert page.locator("#quote").input_value() == ""
+    assert page.evaluate("() => window.getSelection().toString()") == ""
+    labels = {lab.claim.ordinal: lab for lab in ClaimLabel.objects.filter(assignment=task)}
+    assert labels[0].evidence_quote.startswith("Assignment 2 is due on 14 March")
+    assert labels[0].evidence_ids == ["notes-17"]
+    assert 1 not in labels or (labels[1].evidence_quote == "" and labels[1].evidence_ids == [])
+
+    # Back on claim 1, its quote is marked in the passage.
+    keys.press("claim 2", "k")
+    expect(page.locator(".passage mark")).to_have_text("Assignment 2 is due on 14 March")
+
+
+def test_the_caret_keeps_its_place_while_the_claim_s_quote_is_marked(page, demo, reviewer_a):
+    """Changes saved while the caret moves through a passage (a severity chosen, a
+    draft's reply) rebuild the other passages' marks, never the text under the caret."""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
+    open_task(page, task)
+    keys = Keys(page)
+    keys.press("claim 1", "1")
+    keys.press("quote 1", "p")
+    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    keys.press("quote 1", "p")  # on to the next passage: the quote is marked in this one
+    keys.press("quote 1", "P")  # and back, with the caret at its start
+    expect(page.locator(".passage mark")).to_have_text("Assignment 2 is due on 14 March")
+    keys.press("quote 1", "Control+ArrowRight", times=3)  # after "is"
+    keys.press("claim 1", "Shift+Digit2")  # a change that redraws the marks
+    expect(page.locator("body")).to_have_attribute("data-saving", "0")
+    keys.press("quote 1", "Control+Shift+ArrowRight", times=2)
+    expect(page.locator("#quote")).to_have_value("due on")
