@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class AnnotateConfig(AppConfig):
     name = "annotate"
     verbose_name = "Labelling"
+
+    def ready(self):
+        from annotate import lookups  # noqa: F401  (registers `__any`)

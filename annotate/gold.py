@@ -136,7 +136,7 @@ def pairs_for_project(
     schema = project.schema
     submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
     if answer_ids is not None:
-        submitted = submitted.filter(answer_id__in=answer_ids)
+        submitted = submitted.filter(answer_id__any=answer_ids)
     by_answer: dict[int, list[dict]] = defaultdict(list)
     for row in submitted.order_by("answer_id", "submitted_at", "pk").values(
         "pk",
@@ -172,7 +172,7 @@ def pairs_for_project(
     claims: dict[int, ItemPair] = {}
     # JSON columns as text, decoded through a cache: most are "{}" or "[]" or repeat, and
     # decoding each one was a good part of a 100,000-claim export's time.
-    labels = ClaimLabel.objects.filter(assignment_id__in=list(chosen)).values_list(
+    labels = ClaimLabel.objects.filter(assignment_id__any=list(chosen)).values_list(
         "assignment_id",
         "claim_id",
         "claim__ordinal",
@@ -206,7 +206,7 @@ def pairs_for_project(
             pair.b = values
     claim_pairs = [p for p in claims.values() if p.a and p.b]
 
-    decisions = Decision.objects.filter(answer_id__in=list(answer_pairs)).order_by(
+    decisions = Decision.objects.filter(answer_id__any=list(answer_pairs)).order_by(
         "decided_at", "pk"
     )
     latest: dict[tuple[int, int | None, str], Decision] = {}
@@ -238,7 +238,15 @@ def _derive(pair: ItemPair, fields, latest) -> None:
         a, b, gold, source = pair.a, pair.b, pair.gold, pair.source
         for name in fields:
             if name not in _PLAIN:
-                _derive_field(pair, name, None)
+                if name == "citations" and (a.get(name) or {}) == (b.get(name) or {}):
+                    # Equal mappings: what comparable() would find by sorting both.
+                    gold[name] = a.get(name)
+                    source[name] = AGREED
+                elif name == "evidence" and not a.get("evidence_ids") and not b.get("evidence_ids"):
+                    gold[name] = _agreed_value(name, pair)
+                    source[name] = AGREED
+                else:
+                    _derive_field(pair, name, None)
             elif a.get(name) == b.get(name):
                 gold[name] = a.get(name)
                 source[name] = AGREED
