@@ -282,9 +282,8 @@ class GoldRow(dict):
 
 
 def _json_bytes(content: dict[str, Any]) -> bytes:
-    """The content hash's encoding: sorted keys, compact, UTF-8 (SPEC: what anyone can
-    recompute with `json.dumps(row, sort_keys=True, ensure_ascii=False,
-    separators=(",", ":"))`)."""
+    """The content hash's encoding, as docs/gold-export.md gives it for anyone to recompute:
+    `json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))`."""
     return json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -62,8 +62,9 @@ def test_each_line_is_its_row_as_json_writes_it(demo, monkeypatch, kappa):  # no
 
 
 def test_the_rows_of_an_export_are_whole_objects(demo: Project):  # noqa: F811
-    """Rows are built in place (no copy per row): each is its own mapping, and changing one
-    changes no other."""
+    """Rows are built in place (no copy per row), yet each is its own mapping with its own
+    gold: changing one changes no other. (The human kappas, the same for every row of an
+    export, are one shared mapping.)"""
     rows = list(gold_rows(demo))
     assert len({id(row) for row in rows}) == len(rows)
     rows[0]["gold"]["support"] = "changed"
