@@ -65,9 +65,28 @@ def separability(a: Sequence[float], b: Sequence[float]) -> float:
     """Best balanced accuracy of one threshold telling sample a from sample b."""
     if not a or not b:
         return 0.5
-    from scipy.stats import ks_2samp  # only when the set-up page asks: keeps workers lean
+    return (1 + ks_statistic(a, b)) / 2
 
-    return (1 + float(ks_2samp(a, b).statistic)) / 2
+
+def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the samples'
+    empirical distribution functions, read at each value either sample holds (scipy's
+    ks_2samp statistic, which the tests compare it with). Written here
+    because the set-up page needs only the statistic: importing scipy for it took a web
+    worker from 82 to 206 MB, and ks_2samp also computed a p-value nobody reads."""
+    a, b = sorted(a), sorted(b)
+    n, m = len(a), len(b)
+    i = j = 0
+    gap = 0  # in units of 1 / (n m): |i/n - j/m| = |i m - j n| / (n m), exact in integers
+    # Once one sample is used up its distribution is 1 and the gap can only close.
+    while i < n and j < m:
+        value = min(a[i], b[j])
+        while i < n and a[i] <= value:
+            i += 1
+        while j < m and b[j] <= value:
+            j += 1
+        gap = max(gap, abs(i * m - j * n))
+    return gap / (n * m)
 
 
 def visible_differences(

@@ -1,5 +1,6 @@
 """The blinding check: which features of the labelling screen name the variant. Its number is
-cross-checked against scikit-learn's ROC curve, an independent route to the same quantity."""
+cross-checked against scikit-learn's ROC curve, an independent route to the same quantity,
+and its Kolmogorov-Smirnov statistic against scipy's."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import random
 import numpy as np
 import pytest
 from django.urls import reverse
+from scipy.stats import ks_2samp
 from sklearn.metrics import roc_curve
 
-from annotate.blinding import FEATURES, separability, visible_differences
+from annotate.blinding import FEATURES, ks_statistic, separability, visible_differences
 from annotate.models import Role
 from annotate.selectors import blinding_check
 from annotate.services import add_member
@@ -34,6 +36,28 @@ def test_separability_is_the_best_one_threshold_balanced_accuracy(seed):
     a = [rng.randint(0, 6) for _ in range(rng.randint(1, 40))]  # ties, as counts have
     b = [rng.randint(2, 8) for _ in range(rng.randint(1, 40))]
     assert separability(a, b) == pytest.approx(best_threshold_balanced_accuracy(a, b))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_ks_statistic_is_scipy_s(seed):
+    """scipy's: counts with ties, lengths, floats, one value, samples apart."""
+    rng = random.Random(seed)
+    kind = seed % 4
+    if kind == 0:
+        a = [rng.randint(0, 6) for _ in range(rng.randint(1, 50))]
+        b = [rng.randint(2, 8) for _ in range(rng.randint(1, 50))]
+    elif kind == 1:
+        a = [rng.gauss(0, 1) for _ in range(rng.randint(1, 300))]
+        b = [rng.gauss(0.3, 2) for _ in range(rng.randint(1, 300))]
+    elif kind == 2:
+        a = [rng.choice((0, 1)) for _ in range(rng.randint(1, 30))]
+        b = [1] * rng.randint(1, 5)
+    else:
+        a = [rng.randint(0, 3) for _ in range(rng.randint(1, 20))]
+        b = [rng.randint(10, 13) for _ in range(rng.randint(1, 20))]
+    # scipy subtracts the two distributions in floating point: equal to the last bits
+    assert ks_statistic(a, b) == pytest.approx(float(ks_2samp(a, b).statistic), rel=1e-12)
+    assert ks_statistic(a, b) == ks_statistic(b, a)
 
 
 def test_visible_differences_flags_only_what_names_the_variant():
