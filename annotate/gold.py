@@ -346,7 +346,7 @@ QUEUE_SLICES = {
 }
 
 
-QUEUE_CHUNK = 1000
+QUEUE_CHUNK = 500
 
 
 def doubly_labelled(project: Project) -> list[int]:
