@@ -29,60 +29,50 @@ print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 """
 
 
-def test_the_urlconf_and_the_labelling_views_load_no_statistics_library(tmp_path):
+def probe(tmp_path, instead: str | None = None) -> list[str]:
+    """Run PROBE in a fresh interpreter, its last step replaced by `instead` when given; the
+    statistics libraries it loaded. No database is touched."""
+    code = PROBE if instead is None else PROBE.replace(PROBE_LAST, instead)
     env = {**os.environ, "CLAIMDESK_VAR_DIR": str(tmp_path)}
-    env.pop("DATABASE_URL", None)  # no database is touched
+    env.pop("DATABASE_URL", None)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE % (HEAVY,)],
+        [sys.executable, "-c", code % (HEAVY,)],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+PROBE_LAST = 'reverse("evaluation:report", kwargs={"slug": "x"})'
+
+
+def test_the_urlconf_and_the_labelling_views_load_no_statistics_library(tmp_path):
+    assert probe(tmp_path) == []
 
 
 def test_a_statistics_page_s_view_loads_on_its_first_request(tmp_path):
     """The lazy view imports its real module when first asked: the URLconf works, and what
     the module imports (at most what computing a report needs) comes only then."""
-    probe = PROBE.replace(
-        'reverse("evaluation:report", kwargs={"slug": "x"})',
+    probe(
+        tmp_path,
         "from django.urls import resolve\n"
         'assert "evaluation.agreement_views" not in sys.modules\n'
         'resolve("/p/x/agreement/").func.view  # the lazy view, asked for its real one\n'
         'assert "evaluation.agreement_views" in sys.modules',
     )
-    env = {**os.environ, "CLAIMDESK_VAR_DIR": str(tmp_path)}
-    env.pop("DATABASE_URL", None)
-    out = subprocess.run(
-        [sys.executable, "-c", probe % (HEAVY,)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
 
 
 def test_the_set_up_page_s_blinding_check_loads_no_statistics_library(tmp_path):
     """The check needs the Kolmogorov-Smirnov statistic only; scipy's ks_2samp, imported for
     it, took a web worker from 82 to 206 MB on the set-up page's first view."""
-    probe = PROBE.replace(
-        'reverse("evaluation:report", kwargs={"slug": "x"})',
+    loaded = probe(
+        tmp_path,
         "from annotate import blinding\n"
         "values = {v: {k: [i %% 3 + 5 * (v == 'b') for i in range(40)] for k in blinding.FEATURES}"
         " for v in ('a', 'b')}\n"
         "assert blinding.visible_differences(values)",
     )
-    env = {**os.environ, "CLAIMDESK_VAR_DIR": str(tmp_path)}
-    env.pop("DATABASE_URL", None)
-    out = subprocess.run(
-        [sys.executable, "-c", probe % (HEAVY,)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert loaded == []

@@ -74,6 +74,19 @@ def open_task(page, assignment) -> None:
     page.wait_for_selector("body.js")
 
 
+def claim_one_quoted(page, demo, reviewer_a) -> tuple[Assignment, Keys]:
+    """The two-claim task (both claims cite notes-17) open, its claim 1 marked supported and
+    its quote selected by keyboard: the task and the keys pressed so far."""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
+    open_task(page, task)
+    keys = Keys(page)
+    keys.press("claim 1", "1")
+    keys.press("quote 1", "p")
+    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    return task, keys
+
+
 def submitted(page, assignment) -> None:
     page.wait_for_url(re.compile(rf"/tasks/(?!{assignment.answer.task_number}/)\d+/$|/done/$"))
     assignment.refresh_from_db()
@@ -108,14 +121,7 @@ def test_a_one_claim_supported_task_with_a_citation_takes_four_keys_and_the_quot
 
 
 def test_a_two_claim_task_by_keyboard_alone_with_a_quote_from_mid_passage(page, demo, reviewer_a):
-    sign_in(page, reviewer_a)
-    task = task_of(demo, reviewer_a, "a2-deadline/verifier")  # two claims citing notes-17
-    open_task(page, task)
-    keys = Keys(page)
-
-    keys.press("claim 1", "1")
-    keys.press("quote 1", "p")
-    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    task, keys = claim_one_quoted(page, demo, reviewer_a)
     keys.press("claim 1", "c")
     keys.press("claim 1", "j")  # on to claim 2
 
@@ -259,13 +265,7 @@ def test_a_quote_selected_for_one_claim_never_becomes_the_next_claim_s(page, dem
     """The selection made for claim 1 stays on the page after j; the quote follows the
     selection once it rests (250 ms), so without clearing it claim 2 took claim 1's quote
     and its passage as evidence, and saved them as its draft."""
-    sign_in(page, reviewer_a)
-    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
-    open_task(page, task)
-    keys = Keys(page)
-    keys.press("claim 1", "1")
-    keys.press("quote 1", "p")
-    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    task, keys = claim_one_quoted(page, demo, reviewer_a)
     keys.press("claim 1", "j")
     expect(page.locator("#claim-form")).to_have_attribute("data-claim", "1")
     page.wait_for_timeout(750)  # three times the pause after which a selection is taken
@@ -286,13 +286,7 @@ def test_a_quote_selected_for_one_claim_never_becomes_the_next_claim_s(page, dem
 def test_the_caret_keeps_its_place_while_the_claim_s_quote_is_marked(page, demo, reviewer_a):
     """Changes saved while the caret moves through a passage (a severity chosen, a
     draft's reply) rebuild the other passages' marks, never the text under the caret."""
-    sign_in(page, reviewer_a)
-    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
-    open_task(page, task)
-    keys = Keys(page)
-    keys.press("claim 1", "1")
-    keys.press("quote 1", "p")
-    keys.select_words("quote 1", skip="", take="Assignment 2 is due on 14 March")
+    task, keys = claim_one_quoted(page, demo, reviewer_a)
     keys.press("quote 1", "p")  # on to the next passage: the quote is marked in this one
     keys.press("quote 1", "P")  # and back, with the caret at its start
     expect(page.locator(".passage mark")).to_have_text("Assignment 2 is due on 14 March")
