@@ -71,9 +71,9 @@ def separability(a: Sequence[float], b: Sequence[float]) -> float:
 def ks_statistic(a: Sequence[float], b: Sequence[float]) -> float:
     """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the samples'
     empirical distribution functions, read at each value either sample holds (scipy's
-    ks_2samp statistic, which the tests compare it with). Written here
-    because the set-up page needs only the statistic: importing scipy for it took a web
-    worker from 82 to 206 MB, and ks_2samp also computed a p-value nobody reads."""
+    ks_2samp statistic, which the tests compare it with). Written here because the set-up
+    page needs only the statistic: importing scipy for it took a web worker from 82 to
+    206 MB, and ks_2samp also computed a p-value nobody reads."""
     a, b = sorted(a), sorted(b)
     n, m = len(a), len(b)
     i = j = 0
