@@ -12,7 +12,7 @@ from annotate import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
 from evaluation import charts
-from evaluation.agreement import one_label_reason
+from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 from jobs import reports as stored_reports
 

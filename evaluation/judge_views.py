@@ -22,8 +22,8 @@ from annotate.paging import paginate
 from annotate.uploads import validate_upload_size
 from annotate.views import project_view
 from evaluation import charts, judge_reports
-from evaluation.agreement import one_label_reason
 from evaluation.agreement_views import short_label
+from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 from evaluation.judges import self_judged_counts
 from evaluation.models import JudgeRun

@@ -15,8 +15,6 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 # "unsupported" is a claim decided unsupported without a subtype (a binary project, or two
 # reviewers who agree it is unsupported while its subtype waits for a lead).
 SUPPORT_LABELS = ("supported", "contradicted", "insufficient_evidence", "unsupported")
@@ -418,6 +416,8 @@ class LatencySummary:
 def latency_summary(elapsed_ms: Iterable[float | None]) -> LatencySummary:
     """Mean and p95 of ``elapsed_ms``; p95 is ``numpy.percentile(values, 95)`` with the default
     'linear' method (interpolating between the two nearest order statistics)."""
+    import numpy as np  # here, not at the top: the pages that read reports never load numpy
+
     values, missing = _present_values(elapsed_ms, "elapsed_ms")
     return LatencySummary(
         n=len(values),
@@ -583,6 +583,8 @@ def paired_bootstrap_diff(
     interval: resample the paired cases with replacement ``n_boot`` times using
     ``numpy.random.default_rng(seed)``, take the 2.5th and 97.5th percentiles of the means.
     Cases are ordered by id first, so the result does not depend on mapping order."""
+    import numpy as np  # here, not at the top: the pages that read reports never load numpy
+
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     case_ids = sorted(before.keys() & after.keys())

@@ -76,3 +76,11 @@ def test_the_set_up_page_s_blinding_check_loads_no_statistics_library(tmp_path):
         "assert blinding.visible_differences(values)",
     )
     assert loaded == []
+
+
+def test_the_report_pages_read_stored_reports_without_numpy(tmp_path):
+    """The agreement and evaluation pages render stored reports; their views loaded numpy
+    through one pure helper (one_label_reason) and two metrics (latency, bootstrap) that
+    imported it at the top: 31 and 25 MB of a worker that only showed the pages."""
+    loaded = probe(tmp_path, "import evaluation.agreement_views, evaluation.views  # noqa")
+    assert loaded == []
