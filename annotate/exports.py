@@ -255,13 +255,7 @@ def gold_size(project: Project) -> int:
     """How many rows the whole gold set holds (a claim row per claim and an answer row per
     answer of every doubly-labelled answer): two counts, to decide whether an export streams
     from the request or is written by a worker."""
-    doubly = (
-        project.assignments.filter(status="submitted")
-        .values("answer_id")
-        .annotate(n=Count("pk"))
-        .filter(n__gte=2)
-        .values("answer_id")
-    )
+    doubly = gold.doubly_labelled(project).order_by().values("answer_id")
     return len(doubly) + Claim.objects.filter(answer_id__in=doubly).count()
 
 
@@ -314,7 +308,9 @@ def _row_encoder(floats: Iterable[float | None]) -> Callable[[dict[str, Any]], b
 _PROVENANCE = ("export_id", "as_of")
 
 
-def _hashed(row: GoldRow, provenance: dict[str, str], tail: str, encode=_json_bytes) -> GoldRow:
+def _hashed(
+    row: GoldRow, provenance: dict[str, str], tail: str, encode: Callable[[dict], bytes]
+) -> GoldRow:
     """The row (its content, without provenance) completed with its provenance and content
     hash, and its JSON line. `tail` is the provenance's encoding, the same for every row of
     an export: made once by the caller."""
@@ -335,14 +331,7 @@ def _provenance_tail(provenance: dict[str, str]) -> str:
 def _gold_answers(project: Project, split: str) -> dict[int, int]:
     """The answers with two submitted label sets or more, in answer order, on the judge split
     asked, each with its number of label sets."""
-    doubly = (
-        project.assignments.filter(status="submitted")
-        .values("answer_id")
-        .annotate(n=Count("pk"))
-        .filter(n__gte=2)
-        .order_by("answer_id")
-        .values_list("answer_id", "answer__case__case_id", "n")
-    )
+    doubly = gold.doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
     return {
         pk: n for pk, case_id, n in doubly if split == "all" or gold.judge_split(case_id) == split
     }
@@ -452,12 +441,7 @@ def gold_counts(project: Project) -> GoldCounts:
     """The counts the gold page shows before its download buttons; read chunk by chunk."""
     counts = GoldCounts(by_split={"judge_dev": Counter(), "judge_test": Counter()})
     answer_ids = list(
-        project.assignments.filter(status="submitted")
-        .values("answer_id")
-        .annotate(n=Count("pk"))
-        .filter(n__gte=2)
-        .order_by("answer_id")
-        .values_list("answer_id", "answer__case__case_id", "n")
+        gold.doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
     )
     split_of = {pk: gold.judge_split(case_id) for pk, case_id, _ in answer_ids}
     counts.beyond_two = sum(n > 2 for *_, n in answer_ids)

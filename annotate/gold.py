@@ -349,15 +349,15 @@ QUEUE_SLICES = {
 QUEUE_CHUNK = 500
 
 
-def doubly_labelled(project: Project) -> list[int]:
-    """The pks of the answers with two submitted label sets or more, in order."""
-    return list(
+def doubly_labelled(project: Project):
+    """The answers with two submitted label sets or more, in answer order: rows of
+    `answer_id` and `n` (their label sets), grouped by answer; callers pick the columns."""
+    return (
         Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
         .values("answer_id")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
         .order_by("answer_id")
-        .values_list("answer_id", flat=True)
     )
 
 
@@ -371,7 +371,7 @@ def adjudication_queue(
     203 MB. Queries: the doubly-labelled answers, three per chunk, the queue's answers."""
     scores: dict[int, int] = defaultdict(int)
     fields: dict[int, set[str]] = defaultdict(set)
-    doubly = doubly_labelled(project)
+    doubly = list(doubly_labelled(project).values_list("answer_id", flat=True))
     for start in range(0, len(doubly), QUEUE_CHUNK):
         answer_pairs, claim_pairs = pairs_for_project(
             project, answer_ids=doubly[start : start + QUEUE_CHUNK]

@@ -13,8 +13,6 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from evaluation.caveats import one_label_reason  # noqa: F401  (pages import it from here)
-
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")
 SUPPORT_BINARY = ("supported", "unsupported")
 SEVERITY = ("none", "minor", "major", "critical")

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from evaluation import charts
-from evaluation.agreement import one_label_reason
+from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
