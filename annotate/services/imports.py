@@ -109,6 +109,7 @@ def _labelled_answer_pks(project: Project | None) -> set[int]:
     )
 
 
+@bulk.paused_gc()
 def import_bundle(
     *,
     lines: Iterable[bytes | str],
