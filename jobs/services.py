@@ -24,6 +24,7 @@ from django.core.files.storage import storages
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotate import bulk
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.services import DeletionsNotConfirmed, ServiceError
@@ -451,7 +452,12 @@ def _gold_export(job: Job, progress: Progress) -> None:
         if connection.vendor == "postgresql" and fresh_transaction:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        saved = _save_whole(name, _Chunks(body))
+        # The rows of each chunk of answers live long enough to reach the collector's oldest
+        # generation, and each full collection walked them and everything the worker holds:
+        # 0.6 of 3.3 s for 55,000 rows. (The download a request streams keeps the collector:
+        # a slow reader would hold it off for the whole web process.)
+        with bulk.paused_gc():
+            saved = _save_whole(name, _Chunks(body))
     try:
         with transaction.atomic():
             finish(

@@ -2,6 +2,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotate.bulk import paused_gc
 from annotate.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows, jsonl
 from annotate.models import Project
 
@@ -45,8 +46,9 @@ class Command(BaseCommand):
         lines = jsonl(rows) if format == "jsonl" else gold_csv(rows)
         out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
         try:
-            for line in lines:
-                out.write(line)
+            with paused_gc():  # each chunk's rows would send the collector over them all
+                for line in lines:
+                    out.write(line)
         finally:
             if output:
                 out.close()
