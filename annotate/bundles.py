@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate import safe_json
-from annotate.claims import strip_markers
+from annotate.claims import marker_free
 from annotate.schema import LabelSchema, SchemaInvalid
 
 SPLITS = ("dev", "heldout")
@@ -804,7 +804,7 @@ def claim_text_matches(claim_text: str, span: str) -> bool:
     if claim_text == span:
         return True
     wanted = normalize_ws(claim_text)
-    return wanted == normalize_ws(span) or wanted == strip_markers(span)[0]
+    return wanted == normalize_ws(span) or wanted == marker_free(span)
 
 
 def _span_mismatch(claim: ClaimRecord, text: str) -> str:

@@ -53,7 +53,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-__all__ = ["ProposedClaim", "propose_claims", "strip_markers"]
+__all__ = ["ProposedClaim", "marker_free", "propose_claims", "strip_markers"]
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,28 @@ def strip_markers(text: str) -> tuple[str, tuple[str, ...]]:
     it, so ``penalty [notes-17].`` becomes ``penalty.``.
     """
     ids: list[str] = []
+    return _strip(text, ids), tuple(dict.fromkeys(ids))
+
+
+def marker_free(text: str) -> str:
+    """`strip_markers`' text alone: an import compares every claim of a bundle with it, and
+    collecting the ids took half the time."""
+    return _strip(text, None)
+
+
+def _strip(text: str, ids: list[str] | None) -> str:
+    if "[" not in text:  # every marker holds a bracket
+        return " ".join(text.split())
 
     def _replace(match: re.Match[str]) -> str:
-        ids.extend(_ID_TOKEN_RE.findall(match.group().strip()))
+        if ids is not None:
+            ids.extend(_ID_TOKEN_RE.findall(match.group().strip()))
         before_is_text = match.start() > 0 and not match.group()[0].isspace()
         after = text[match.end() : match.end() + 1]
         glued = before_is_text and (after.isalnum() or after in "([\"'“‘")
         return " " if glued else ""
 
-    body = _MARKER_WITH_SPACE_RE.sub(_replace, text)
-    return " ".join(body.split()), tuple(dict.fromkeys(ids))
+    return " ".join(_MARKER_WITH_SPACE_RE.sub(_replace, text).split())
 
 
 # --- sentence boundaries ----------------------------------------------------------------------

@@ -5,8 +5,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from annotate.claims import ProposedClaim, propose_claims, strip_markers
+from annotate.claims import (
+    _MARKER_WITH_SPACE_RE,
+    ProposedClaim,
+    marker_free,
+    propose_claims,
+    strip_markers,
+)
 
 
 def spans(answer: str) -> list[str]:
@@ -404,6 +412,19 @@ def test_strip_markers_removes_markers_and_returns_ids_in_order():
         (),
     )
     assert strip_markers("") == ("", ())
+
+
+MARKER_TEXT = st.text(alphabet=list("ab1 \t\n[](),;:-./_x\"'“é"), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MARKER_TEXT)
+def test_marker_free_is_strip_markers_text_and_needs_a_bracket(text):
+    """The import compares claims with `marker_free`; it must be strip_markers' text. Its
+    shortcut (no bracket, no marker) must never miss one."""
+    assert marker_free(text) == strip_markers(text)[0]
+    if "[" not in text:
+        assert _MARKER_WITH_SPACE_RE.search(text) is None
 
 
 def test_strip_markers_of_each_proposed_span_gives_the_claim_text_and_citations():
