@@ -30,7 +30,9 @@ class JudgeRunQuerySet(models.QuerySet):
 
 
 class JudgeRun(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="judge_runs")
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="judge_runs", db_index=False
+    )
     name = models.CharField(max_length=200, help_text="Names the run for `calibration --judge`.")
     model = models.CharField(max_length=255)
     model_version = models.CharField(max_length=255, blank=True)

@@ -61,7 +61,12 @@ class Job(models.Model):
     status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
     # Set once the project exists: an import that creates one names only its slug until then.
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs"
+        Project,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        db_index=False,
     )
     project_slug = models.CharField(max_length=80)
     created_by = models.ForeignKey(
@@ -207,7 +212,7 @@ class StoredReport(models.Model):
         CALIBRATION = "calibration", "Calibration"
         COMPARISON = "comparison", "Comparison of two variants"
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     kind = models.CharField(max_length=20, choices=Kind)
     key = models.CharField(max_length=200, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
