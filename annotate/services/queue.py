@@ -30,20 +30,26 @@ def release_abandoned(*, project: Project, now=None) -> int:
     else; it waits for its reviewer to submit again."""
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES)
+    stale = Assignment.objects.filter(
+        project=project,
+        status=Assignment.Status.IN_PROGRESS,
+        touched_at__lt=cutoff,
+        revision=0,
+    )
+    # Every next_task asks, and there is almost never anything to release: one read then,
+    # not a transaction with an UPDATE of no rows (four round trips).
+    if not stale.exists():
+        return 0
     with transaction.atomic():
-        stale = Assignment.objects.filter(
-            project=project,
-            status=Assignment.Status.IN_PROGRESS,
-            touched_at__lt=cutoff,
-            revision=0,
-        )
-        answers = list(stale.values_list("answer_id", flat=True))
-        released = stale.update(
+        # Locked and filtered again: a task touched since is not abandoned any more, and each
+        # answer that gets room back is the answer of a task released here.
+        rows = list(stale.select_for_update().values_list("pk", "answer_id"))
+        Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
             status=Assignment.Status.RELEASED, release_reason="abandoned (no activity)"
         )
-        if answers:
-            Answer.objects.filter(pk__in=answers, full=True).update(full=False)
-    return released
+        answers = [answer for _, answer in rows]
+        Answer.objects.filter(pk__in=answers, full=True).update(full=False)
+    return len(rows)
 
 
 # How many open answers one call looks at before it waits for a row another reviewer holds.

@@ -120,6 +120,32 @@ def test_abandoned_tasks_return_to_the_pool(
 
 
 @pytest.mark.django_db
+def test_the_abandoned_check_reads_once_and_releases_only_what_is_abandoned(
+    open_team, reviewer_a, reviewer_b, settings, django_assert_num_queries
+):
+    """Every next_task runs it first: with nothing abandoned it is one read, no transaction
+    and no UPDATE of no rows. An abandoned task is released, with its reason, and its answer
+    gets its room back; a task touched in time is left alone."""
+    from annotate.services import release_abandoned
+
+    open_team.overlap = 1
+    open_team.save()
+    idle = next_task(project=open_team, reviewer=reviewer_a)
+    busy = next_task(project=open_team, reviewer=reviewer_b)
+    with django_assert_num_queries(1):
+        assert release_abandoned(project=open_team) == 0
+    long_ago = timezone.now() - timedelta(minutes=settings.CLAIMDESK_ABANDON_AFTER_MINUTES + 1)
+    Assignment.objects.filter(pk=idle.pk).update(touched_at=long_ago)
+    assert Answer.objects.get(pk=idle.answer_id).full
+    assert release_abandoned(project=open_team) == 1
+    idle, busy = Assignment.objects.get(pk=idle.pk), Assignment.objects.get(pk=busy.pk)
+    assert (idle.status, idle.release_reason) == ("released", "abandoned (no activity)")
+    assert busy.status == "in_progress"
+    assert not Answer.objects.get(pk=idle.answer_id).full
+    assert Answer.objects.get(pk=busy.answer_id).full
+
+
+@pytest.mark.django_db
 def test_a_reopened_task_left_idle_keeps_its_submitted_labels(
     open_team, reviewer_a, reviewer_b, settings, shared_queue_start
 ):
