@@ -377,6 +377,7 @@
       // claim now, and the selection is cleared so that it never becomes the next claim's quote.
       quoteNow();
       dropPassageSelection();
+      lastQuote = ""; // the next claim's quote may be the same words
       flush("claim:" + selected);
       selected = index;
       fill(index);
@@ -469,12 +470,23 @@
     }
   });
 
-  // A selection still settling is taken before anything else happens (a key, Enter).
+  // A selection still settling is taken before anything else happens (a key, Enter). So is
+  // one whose selectionchange has not arrived yet: a browser busy with input may run the next
+  // key first (Shift+arrows, then p at once), and p would move the caret away with the quote
+  // never taken. A selection already taken is left alone: the quote field may have been
+  // edited since.
   function quoteNow() {
-    if (quoteTimer === null) return;
-    clearTimeout(quoteTimer);
-    quoteTimer = null;
-    takeSelection();
+    if (pointerDown) return;
+    if (quoteTimer !== null) {
+      clearTimeout(quoteTimer);
+      quoteTimer = null;
+      takeSelection();
+      return;
+    }
+    const selection = window.getSelection();
+    if (selection && !selection.isCollapsed && normalise(selection.toString()) !== lastQuote) {
+      takeSelection();
+    }
   }
 
   function takeSelection() {

@@ -297,3 +297,34 @@ def test_the_caret_keeps_its_place_while_the_claim_s_quote_is_marked(page, demo,
     expect(page.locator("body")).to_have_attribute("data-saving", "0")
     keys.press("quote 1", "Control+Shift+ArrowRight", times=2)
     expect(page.locator("#quote")).to_have_value("due on")
+
+
+def test_a_key_pressed_before_the_selection_is_reported_still_takes_the_quote(
+    page, demo, reviewer_a
+):
+    """Shift+arrows, then p at once: a browser busy with input may run the key before it
+    reports the selection's change (selectionchange), and p moves the caret on. The quote is
+    taken all the same. (The selection is made and the key sent in one script turn, so the
+    report always comes late here; CI once lost the quote that way.)"""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "a2-deadline/verifier")
+    open_task(page, task)
+    keys = Keys(page)
+    keys.press("claim 1", "1")
+    keys.press("quote 1", "p")  # the focused passage: notes-17
+    page.evaluate(
+        """(quote) => {
+            const text = document.activeElement;
+            const node = text.firstChild;
+            const at = node.data.indexOf(quote);
+            window.getSelection().setBaseAndExtent(node, at, node, at + quote.length);
+            text.dispatchEvent(new KeyboardEvent("keydown", {key: "p", bubbles: true}));
+        }""",
+        "Assignment 2 is due on 14 March",
+    )
+    expect(page.locator("#quote")).to_have_value("Assignment 2 is due on 14 March")
+    expect(page.locator(".passage mark")).to_have_text("Assignment 2 is due on 14 March")
+    page.wait_for_function("() => document.body.dataset.saving === '0'")
+    label = ClaimLabel.objects.get(assignment=task, claim__ordinal=0)
+    assert label.evidence_quote == "Assignment 2 is due on 14 March"
+    assert label.evidence_ids == ["notes-17"]
