@@ -253,6 +253,10 @@ CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_R
 # one of a project with a gold set up to this size is computed in the request; a larger one by
 # a worker while the page waits.
 CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_MAX_ROWS", "20000"))
+# A stored report older than this is computed again when it is next read, though its data
+# version says nothing changed: an edit made behind the application's back (a label changed in
+# the Django admin, an UPDATE in SQL) moves no data version. Shown meanwhile.
+CLAIMDESK_REPORT_MAX_AGE_SECONDS = int(os.environ.get("CLAIMDESK_REPORT_MAX_AGE_SECONDS", "3600"))
 # Who may create projects: staff and users with the "Can add project" permission
 # (annotate.add_project), or every signed-in user when this is on (annotate.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")

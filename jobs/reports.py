@@ -7,7 +7,9 @@ and a digest of the code that computes it. A view reads the stored result:
 - fingerprint unchanged: it is current, say when it was computed;
 - labels changed since: show it, say so, and ask a worker to recompute (once per new state);
 - nothing stored yet: compute it in the request when the project is small (or tasks run
-  in-process), else ask a worker and show a page that reloads itself until it is there.
+  in-process), else ask a worker and show a page that reloads itself until it is there;
+- unchanged, but older than CLAIMDESK_REPORT_MAX_AGE_SECONDS: show it and have it computed
+  again, as a change made behind the application's back moves no data version.
 
 annotate.report_cache keeps, under the same data version, what a page derives in the request
 (the evaluation page's tables and charts, the adjudication queue): in each process's memory,
@@ -154,10 +156,14 @@ def read(*, project: Project, kind: str, key: str = "", version: str | None = No
     now_fingerprint = fingerprint(project, kind, key, version=version)
     row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
     if row is not None and row.computed_at is not None and row.fingerprint == now_fingerprint:
-        result = _decoded(row)
-        return Stored(
-            result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
-        )
+        old = _past_max_age(row)
+        if not old or not framework.runs_in_process():
+            if old:  # shown while a worker computes it again (see _past_max_age)
+                _ask_worker(project, kind, key, now_fingerprint)
+            result = _decoded(row)
+            return Stored(
+                result, row.computed_at, row.seconds, fresh=True, refreshing=old, version=version
+            )
     # A stale report is shown while it is recomputed, unless other code computed it: its shape
     # may not be one the pages of this code read.
     showable = row is not None and row.computed_at is not None
@@ -279,7 +285,21 @@ def refresh(*, project_id: int, kind: str, key: str) -> None:
 
 def _is_current(project: Project, kind: str, key: str, wanted: str) -> bool:
     row = StoredReport.objects.filter(project=project, kind=kind, key=key).defer("result").first()
-    return row is not None and row.fingerprint == wanted and row.computed_at is not None
+    return (
+        row is not None
+        and row.fingerprint == wanted
+        and row.computed_at is not None
+        and not _past_max_age(row)
+    )
+
+
+def _past_max_age(row: StoredReport) -> bool:
+    """Whether a stored report is older than CLAIMDESK_REPORT_MAX_AGE_SECONDS. The data
+    version sees every change the application makes, not one made behind its back (a label
+    edited field by field in the Django admin, an UPDATE in SQL); such a change shows once
+    the report is this old: it is shown while a worker computes it again."""
+    age = timezone.now() - row.computed_at
+    return age > timedelta(seconds=settings.CLAIMDESK_REPORT_MAX_AGE_SECONDS)
 
 
 def _refresh_evaluation(project: Project, current: str, version: str) -> None:
