@@ -7,6 +7,7 @@ from annotate.models import Project
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Write a project back as a bundle (round-trips import_bundle)."
 
     def add_arguments(self, parser):

@@ -8,6 +8,7 @@ from annotate.models import Project
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Export the gold set: one row per claim and per answer of doubly-labelled answers."
 
     def add_arguments(self, parser):

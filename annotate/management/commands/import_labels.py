@@ -6,6 +6,7 @@ from annotate.services import import_labels
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Import reviewers' submitted labels (JSONL). All or nothing."
 
     def add_arguments(self, parser):

@@ -7,6 +7,7 @@ from annotate.services import DeletionsNotConfirmed, import_ragas
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = (
         "Import a Ragas evaluation dataset (JSONL or CSV) as one variant's answers, creating "
         "the project if needed. All or nothing."

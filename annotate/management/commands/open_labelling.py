@@ -5,6 +5,7 @@ from annotate.services import ServiceError, open_labelling
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Lock the claims and open the project's queue (the lead's Open for labelling button)."
 
     def add_arguments(self, parser):

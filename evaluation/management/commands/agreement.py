@@ -11,6 +11,7 @@ def _rate(value) -> str:
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Inter-reviewer agreement per field, slice and reviewer pair."
 
     def add_arguments(self, parser):

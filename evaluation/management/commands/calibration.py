@@ -12,6 +12,7 @@ def _rate(value) -> str:
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "A model judge's run against the gold labels (default split judge_test)."
 
     def add_arguments(self, parser):

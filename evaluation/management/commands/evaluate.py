@@ -35,6 +35,7 @@ def parse_ks(value: str) -> tuple[int, ...]:
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Retrieval and generation metrics per variant and slice, with the stage diagnosis."
 
     def add_arguments(self, parser):

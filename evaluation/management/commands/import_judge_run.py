@@ -9,6 +9,7 @@ from evaluation.judges import import_judge_run
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "Import a model judge's run (JSONL) into a project. All or nothing."
 
     def add_arguments(self, parser):

@@ -6,6 +6,7 @@ from jobs import health
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = (
         "Check the database, the task backend and the background jobs; exits non-zero when "
         "something is wrong (for monitoring). --liveness checks only what a worker needs to "

@@ -12,6 +12,7 @@ from jobs.models import Job
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = (
         "Delete finished jobs older than --days (their uploads and export files too) and the "
         "database task backend's finished task rows; run it daily (cron, a scheduled job)."
