@@ -173,12 +173,27 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     )
     if page:
         shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
-        found = found.select_related("answer__case", "project").annotate(
-            single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True))
+        found = (
+            found.select_related("answer__case", "project")
+            .annotate(single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True)))
+            .defer(*(f"answer__case__{name}" for name in CASE_FIELDS_NOT_SHOWN))
         )
     else:
         found = found.select_related("answer", "project")
-    return found.first()
+    # At most one row: no ORDER BY (`first()` would sort by the model's ordering).
+    return next(iter(found.order_by()[:1]), None)
+
+
+# What the labelling page never reads of the case (it shows the question): JSON lists and the
+# reference answer, decoded for nothing on every page view.
+CASE_FIELDS_NOT_SHOWN = (
+    "required_facts",
+    "forbidden_claims",
+    "checked_documents",
+    "tags",
+    "reference",
+    "content_hash",
+)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
+from annotate.selectors import CASE_FIELDS_NOT_SHOWN
 from annotate.services import (
     ServiceError,
     next_task,
@@ -406,6 +407,12 @@ def test_the_labelling_page_costs_nine_queries_and_little_html_per_claim(
         Assignment.objects.filter(pk=assignment.pk).update(status="released")
     assert len(counts[0]) == len(counts[1]) == 9, counts
     assert sizes[1] < 120_000, sizes
+    # Of the case it reads the question, not its JSON lists decoded for nothing, and the
+    # assignment (one row) unsorted.
+    [task] = [sql for sql in counts[1] if '"annotate_case"' in sql]
+    assert '"annotate_case"."question"' in task
+    assert not any(f'"annotate_case"."{name}"' in task for name in CASE_FIELDS_NOT_SHOWN)
+    assert "ORDER BY" not in task
     # the passages' evidence boxes are on the page once, not once per claim
     assert page.content.decode().count('name="evidence_ids"') == 10
 
