@@ -437,34 +437,16 @@ class GoldCounts:
     beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
 
 
-def gold_counts(project: Project) -> GoldCounts:
-    """The counts the gold page shows before its download buttons; read chunk by chunk."""
-    counts = GoldCounts(by_split={"judge_dev": Counter(), "judge_test": Counter()})
-    answer_ids = list(
-        gold.doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
+def gold_counts(project: Project, *, summary: gold.PairSummary | None = None) -> GoldCounts:
+    """The counts the gold page shows before its download buttons, from `summary`
+    (gold.pair_summary, derived here when not given)."""
+    summary = summary if summary is not None else gold.pair_summary(project)
+    return GoldCounts(
+        claims=summary.claims,
+        answers=summary.answers,
+        by_split=summary.claims_by_split,
+        beyond_two=summary.beyond_two,
     )
-    split_of = {pk: gold.judge_split(case_id) for pk, case_id, _ in answer_ids}
-    counts.beyond_two = sum(n > 2 for *_, n in answer_ids)
-    pks = [pk for pk, *_ in answer_ids]
-    for start in range(0, len(pks), GOLD_CHUNK):
-        answer_pairs, claim_pairs = gold.pairs_for_project(
-            project, answer_ids=pks[start : start + GOLD_CHUNK]
-        )
-        for pairs, counter in ((claim_pairs, counts.claims), (answer_pairs, counts.answers)):
-            for pair in pairs:
-                state = _state(pair)
-                counter[state] += 1
-                if pairs is claim_pairs:
-                    counts.by_split[split_of[pair.answer_id]][state] += 1
-    return counts
-
-
-def _state(pair) -> str:
-    if pair.pending:
-        return gold.PENDING
-    if gold.ADJUDICATED in pair.source.values():
-        return gold.ADJUDICATED
-    return gold.AGREED
 
 
 def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -361,25 +361,71 @@ def doubly_labelled(project: Project):
     )
 
 
+@dataclass
+class PairSummary:
+    """What the gold page's counts and the adjudication queue read of every pair of a
+    project, from one derivation: the queue's score and pending fields per answer, and each
+    pair's state (agreed / adjudicated / pending) counted by item, claims also by split."""
+
+    scores: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    fields: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
+    claims: Counter = field(default_factory=Counter)
+    answers: Counter = field(default_factory=Counter)
+    claims_by_split: dict[str, Counter] = field(
+        default_factory=lambda: {"judge_dev": Counter(), "judge_test": Counter()}
+    )
+    beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
+
+
+def pair_summary(project: Project) -> PairSummary:
+    """Derive every pair of the project, QUEUE_CHUNK answers at a time, keeping only the
+    summary: deriving a 10,000-answer project at once took a worker from 59 to 203 MB.
+    Queries: the doubly-labelled answers, then three per chunk."""
+    summary = PairSummary()
+    rows = list(doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n"))
+    split_of = {pk: judge_split(case_id) for pk, case_id, _ in rows}
+    summary.beyond_two = sum(n > 2 for *_, n in rows)
+    pks = [pk for pk, *_ in rows]
+    for start in range(0, len(pks), QUEUE_CHUNK):
+        answer_pairs, claim_pairs = pairs_for_project(
+            project, answer_ids=pks[start : start + QUEUE_CHUNK]
+        )
+        for pair in answer_pairs:
+            summary.answers[pair_state(pair)] += 1
+        for pair in claim_pairs:
+            state = pair_state(pair)
+            summary.claims[state] += 1
+            summary.claims_by_split[split_of[pair.answer_id]][state] += 1
+        for pair in (*answer_pairs, *claim_pairs):
+            if pair.pending:
+                summary.scores[pair.answer_id] += disagreement_score(pair)
+                summary.fields[pair.answer_id].update(pair.pending)
+    return summary
+
+
+def pair_state(pair: ItemPair) -> str:
+    """PENDING while a field awaits a lead; ADJUDICATED once a lead decided one; else AGREED."""
+    if pair.pending:
+        return PENDING
+    if ADJUDICATED in pair.source.values():
+        return ADJUDICATED
+    return AGREED
+
+
 def adjudication_queue(
-    project: Project, *, slice: str | None = None, field: str | None = None
+    project: Project,
+    *,
+    slice: str | None = None,
+    field: str | None = None,
+    summary: PairSummary | None = None,
 ) -> list[AnswerDisagreement]:
     """Answers whose reviewers disagree on a field no lead has decided yet, most serious
     first (ties by task number); only those of one slice, or disagreeing on one field, when
-    asked. The pairs are derived QUEUE_CHUNK answers at a time, keeping only each answer's
-    score and fields: deriving a 10,000-answer project at once took a worker from 59 to
-    203 MB. Queries: the doubly-labelled answers, three per chunk, the queue's answers."""
-    scores: dict[int, int] = defaultdict(int)
-    fields: dict[int, set[str]] = defaultdict(set)
-    doubly = list(doubly_labelled(project).values_list("answer_id", flat=True))
-    for start in range(0, len(doubly), QUEUE_CHUNK):
-        answer_pairs, claim_pairs = pairs_for_project(
-            project, answer_ids=doubly[start : start + QUEUE_CHUNK]
-        )
-        for pair in (*answer_pairs, *claim_pairs):
-            if pair.pending:
-                scores[pair.answer_id] += disagreement_score(pair)
-                fields[pair.answer_id].update(pair.pending)
+    asked. From `summary` (pair_summary, derived here when not given: a caller that keeps it
+    serves every filter of the queue, and the gold page, from one derivation), then one query
+    for the queue's answers."""
+    summary = summary if summary is not None else pair_summary(project)
+    scores, fields = summary.scores, summary.fields
     answers = Answer.objects.filter(pk__any=list(scores)).select_related("case")
     answers = answers.only(
         "pk", "task_number", "case__question", "case__answerable", "case__adversarial"

@@ -874,8 +874,12 @@ class AdjudicationQueue(ListView, LeadView):
         filters = query(s.QueueFilterSerializer, self.request)
         chosen = {"slice": filters.get("slice"), "field": filters.get("field")}
         key = ("adjudication-queue", chosen["slice"], chosen["field"])
-        return reports_of(self.project).get(
-            key, lambda: gold.adjudication_queue(self.project, **chosen)
+        reports = reports_of(self.project)
+        return reports.get(
+            key,
+            lambda: gold.adjudication_queue(
+                self.project, summary=selectors.pair_summary(self.project, reports), **chosen
+            ),
         )
 
     @extend_schema(
