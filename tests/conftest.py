@@ -64,6 +64,20 @@ def import_fixture(name: str, slug: str, **kwargs) -> Project:
         return import_bundle(lines=stream, project_slug=slug, **kwargs).project
 
 
+def project_calls(monkeypatch, module, name: str) -> list[str]:
+    """Replace ``module.name``, a function of a project, by one that records the project's
+    slug on each call and then does the same: the list it returns fills as it is called."""
+    calls: list[str] = []
+    real = getattr(module, name)
+
+    def counted(project, *args, **kwargs):
+        calls.append(project.slug)
+        return real(project, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", **member) -> Project:
     """The demo bundle with its two reviewers' label sets (demo_labels.jsonl) imported:
     reviewers (usernames) added first, then leads, labelling opened, labels imported.

@@ -21,7 +21,14 @@ from annotate.services import (
     reopen_task,
     set_label_schema,
 )
-from tests.conftest import FIXTURES, PASSWORD, decide_support, import_fixture, labelled_demo
+from tests.conftest import (
+    FIXTURES,
+    PASSWORD,
+    decide_support,
+    import_fixture,
+    labelled_demo,
+    project_calls,
+)
 
 pytestmark = pytest.mark.django_db
 SMALL = (FIXTURES / "small.jsonl").read_text()
@@ -153,14 +160,7 @@ def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
     """Deriving every pair took 1.1-1.3 s at 10,000 answers, and the gold page, the queue and
     each filter of the queue did it again. Now one derivation serves them all, until a
     decision changes the data: then the next page derives once more, for all of them."""
-    derivations = []
-    real = gold.pair_summary
-
-    def counted(project):
-        derivations.append(project.slug)
-        return real(project)
-
-    monkeypatch.setattr(gold, "pair_summary", counted)
+    derivations = project_calls(monkeypatch, gold, "pair_summary")
     client.login(username=lead.username, password=PASSWORD)
     slug = labelled.slug
     pages = [

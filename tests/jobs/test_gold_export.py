@@ -5,6 +5,8 @@ are gives the same job."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from django.test import Client
 
@@ -121,17 +123,7 @@ def test_a_worker_writes_the_file_with_the_collector_paused_a_stream_keeps_it(
     full collections walked each chunk's rows: 0.6 of 3.3 s for 55,000 rows), and on again
     afterwards. A download streamed by a request keeps the collector: a slow reader would
     hold it off for the whole web process."""
-    import gc
-
-    seen: list[bool] = []
-    encode = exports.gold_csv
-
-    def watched(rows):
-        for line in encode(rows):
-            seen.append(gc.isenabled())
-            yield line
-
-    monkeypatch.setattr(exports, "gold_csv", watched)
+    seen = collector_states(monkeypatch, exports, "gold_csv")
     assert gc.isenabled()
     streamed(browser.get("/p/demo/gold.csv?item=claim"))
     assert seen and all(seen)
@@ -145,21 +137,26 @@ def test_a_worker_writes_the_file_with_the_collector_paused_a_stream_keeps_it(
 
 
 def test_export_gold_writes_its_rows_with_the_collector_paused(demo, tmp_path, monkeypatch):
-    import gc
-
     from django.core.management import call_command
 
     from annotate.management.commands import export_gold
 
+    seen = collector_states(monkeypatch, export_gold, "jsonl")
+    call_command("export_gold", "--project", "demo", "--output", str(tmp_path / "gold.jsonl"))
+    assert len(seen) == 101 and not any(seen)
+    assert gc.isenabled()
+
+
+def collector_states(monkeypatch, module, name: str) -> list[bool]:
+    """Wrap the encoder ``module.name``: whether the cyclic collector was on as each line
+    was written (the list fills as it writes)."""
     seen: list[bool] = []
-    encode = export_gold.jsonl
+    encode = getattr(module, name)
 
     def watched(rows):
         for line in encode(rows):
             seen.append(gc.isenabled())
             yield line
 
-    monkeypatch.setattr(export_gold, "jsonl", watched)
-    call_command("export_gold", "--project", "demo", "--output", str(tmp_path / "gold.jsonl"))
-    assert len(seen) == 101 and not any(seen)
-    assert gc.isenabled()
+    monkeypatch.setattr(module, name, watched)
+    return seen

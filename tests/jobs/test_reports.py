@@ -16,7 +16,7 @@ from jobs import reports
 from jobs.models import StoredReport
 from jobs.tasks import refresh_report
 from tests.api import API, token_client
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, project_calls
 
 pytestmark = pytest.mark.django_db
 
@@ -33,15 +33,7 @@ def browser(demo, lead) -> Client:
 @pytest.fixture
 def computations(monkeypatch):
     """How many times the agreement report is computed."""
-    calls = []
-    real = agreement_module.agreement_report
-
-    def counted(project, **kwargs):
-        calls.append(project.slug)
-        return real(project, **kwargs)
-
-    monkeypatch.setattr(agreement_module, "agreement_report", counted)
-    return calls
+    return project_calls(monkeypatch, agreement_module, "agreement_report")
 
 
 def relabel(project) -> None:
@@ -243,14 +235,7 @@ def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_r
     from evaluation import reports as evaluation_reports
 
     settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
-    loads = []
-    real_load = evaluation_reports.load
-
-    def counted(project):
-        loads.append(project.slug)
-        return real_load(project)
-
-    monkeypatch.setattr(evaluation_reports, "load", counted)
+    loads = project_calls(monkeypatch, evaluation_reports, "load")
 
     def run_the_workers_tasks() -> int:
         tasks = DBTaskResult.objects.filter(status="READY")
