@@ -439,12 +439,12 @@ class GoldCounts:
 
 def gold_counts(project: Project, *, summary: gold.PairSummary | None = None) -> GoldCounts:
     """The counts the gold page shows before its download buttons, from `summary`
-    (gold.pair_summary, derived here when not given)."""
+    (gold.pair_summary, derived here when not given; copied, as a kept one is shared)."""
     summary = summary if summary is not None else gold.pair_summary(project)
     return GoldCounts(
-        claims=summary.claims,
-        answers=summary.answers,
-        by_split=summary.claims_by_split,
+        claims=Counter(summary.claims),
+        answers=Counter(summary.answers),
+        by_split={split: Counter(c) for split, c in summary.claims_by_split.items()},
         beyond_two=summary.beyond_two,
     )
 
