@@ -71,3 +71,21 @@ def test_a_collector_that_was_off_stays_off():
     with paused_gc():
         assert not gc.isenabled()
     assert not gc.isenabled()
+
+
+@pytest.mark.django_db
+def test_a_judge_run_import_runs_without_the_collector():
+    from evaluation.judges import import_judge_run
+    from tests.evaluation.scale import bundle, judge_run
+
+    project = import_bundle(lines=bundle(4), project_slug="scaled").project
+    seen = []
+
+    def lines():
+        for line in judge_run(4):
+            seen.append(gc.isenabled())
+            yield line
+
+    assert import_judge_run(lines=lines(), project=project).run.verdicts.count() > 0
+    assert seen and not any(seen)
+    assert gc.isenabled()
