@@ -9,43 +9,11 @@ executemany. Both run inside the caller's transaction.
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection, models, transaction
-
-_gc_lock = threading.Lock()
-_gc_pausers = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a bulk job. An import holds millions of
-    small objects (every line's dicts, records and rows), none of them in reference cycles;
-    each full collection walks them all again, and as they pile up the collector runs dozens
-    of times: 1.1 of the 7 s of importing a 100,000-claim bundle. Reference counting still
-    frees everything as usual; cyclic garbage made meanwhile is collected afterwards.
-
-    Process-wide, as the collector is: counted, so that of two overlapping jobs in two
-    threads the last one out turns it back on, and only if it was on before the first."""
-    global _gc_pausers, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pausers == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pausers += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pausers -= 1
-            if _gc_pausers == 0 and _gc_was_enabled:
-                gc.enable()
 
 
 def allocate_ids(model: type[models.Model], count: int) -> list[int]:

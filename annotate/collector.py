@@ -1,10 +1,13 @@
-"""Python's cycle collector paused while a report builds its rows.
+"""Python's cycle collector paused while a report builds its rows, an import its records, or
+an export file its lines.
 
 Reading a 10,000-answer project builds hundreds of thousands of small dicts and dataclasses
 that all stay alive until the report is done. Each batch of new objects triggers the cycle
 collector, and its older generations walk every object already built: on the 10,000-answer
 bench project that was about 40% of reading the labels (pairs_for_project 2.2 s, 1.3 s with
-the collector paused). Nothing built there forms a reference cycle, so nothing is missed;
+the collector paused). Bulk jobs are the same: importing the bench's 100,000-claim bundle
+took 7.04 s with the collector, 5.98 s paused; writing its 55,000-row gold file, 3.2-3.5 s
+against 2.6-2.9 s. Nothing built there forms a reference cycle, so nothing is missed;
 reference counting still frees everything as usual, and the collector runs again when the
 last reader in the process is done (a gunicorn worker's threads share one collector).
 """

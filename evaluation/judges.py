@@ -23,7 +23,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate import bulk, safe_json
+from annotate import collector, safe_json
 from annotate.bundles import (
     MAX_ID,
     MAX_SHORT_TEXT,
@@ -392,7 +392,7 @@ class JudgeRunImportResult:
 
 # The cyclic collector paused, as for bundle imports: 100,000 verdicts took 7.2-8.4 s with
 # it, 6.0-6.4 s without (bench database, big project).
-@bulk.paused_gc()
+@collector.paused()
 @transaction.atomic
 def import_judge_run(
     *,

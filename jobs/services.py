@@ -24,7 +24,7 @@ from django.core.files.storage import storages
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotate import bulk
+from annotate import collector
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.services import DeletionsNotConfirmed, ServiceError
@@ -456,7 +456,7 @@ def _gold_export(job: Job, progress: Progress) -> None:
         # generation, and each full collection walked them and everything the worker holds:
         # 0.6 of 3.3 s for 55,000 rows. (The download a request streams keeps the collector:
         # a slow reader would hold it off for the whole web process.)
-        with bulk.paused_gc():
+        with collector.paused():
             saved = _save_whole(name, _Chunks(body))
     try:
         with transaction.atomic():

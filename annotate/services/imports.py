@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Prefetch
 
-from annotate import bulk, safe_json
+from annotate import bulk, collector, safe_json
 from annotate.access import may_create_projects
 from annotate.bundles import (
     AnswerRecord,
@@ -109,7 +109,7 @@ def _labelled_answer_pks(project: Project | None) -> set[int]:
     )
 
 
-@bulk.paused_gc()
+@collector.paused()  # see annotate.collector: 7.04 -> 5.98 s for the bench's big bundle
 def import_bundle(
     *,
     lines: Iterable[bytes | str],

@@ -1,15 +1,14 @@
-"""Imports run with Python's cyclic garbage collector paused (it walked the import's millions
-of objects again and again: 1.1 of 7 s on a 100,000-claim bundle), and always turn it back
-on: after a refused bundle too, and only once the last of two overlapping imports is done."""
+"""Imports run with Python's cyclic garbage collector paused (annotate.collector: it walked
+the import's millions of objects again and again, 1.1 of 7 s on a 100,000-claim bundle), and
+turn it back on, after a refused bundle too. How pauses overlap across threads, and a
+collector that was off staying off: tests/annotate/test_collector.py."""
 
 from __future__ import annotations
 
 import gc
-import threading
 
 import pytest
 
-from annotate.bulk import paused_gc
 from annotate.bundles import BundleInvalid
 from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of
@@ -37,40 +36,6 @@ def test_a_refused_bundle_turns_the_collector_back_on():
     with pytest.raises(BundleInvalid):
         import_bundle(lines=lines_of(edit={1: "not json"}), project_slug="t")
     assert gc.isenabled()
-
-
-def test_the_last_of_two_overlapping_pauses_turns_the_collector_back_on():
-    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
-    states = {}
-
-    def first():
-        with paused_gc():
-            first_in.set()
-            second_in.wait(5)
-        states["after the first"] = gc.isenabled()
-        first_out.set()
-
-    def second():
-        first_in.wait(5)
-        with paused_gc():
-            second_in.set()
-            first_out.wait(5)
-            states["second, alone"] = gc.isenabled()
-        states["after both"] = gc.isenabled()
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert states == {"after the first": False, "second, alone": False, "after both": True}
-
-
-def test_a_collector_that_was_off_stays_off():
-    gc.disable()
-    with paused_gc():
-        assert not gc.isenabled()
-    assert not gc.isenabled()
 
 
 @pytest.mark.django_db

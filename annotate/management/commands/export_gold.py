@@ -2,7 +2,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bulk import paused_gc
+from annotate import collector
 from annotate.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows, jsonl
 from annotate.models import Project
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         lines = jsonl(rows) if format == "jsonl" else gold_csv(rows)
         out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
         try:
-            with paused_gc():  # each chunk's rows would send the collector over them all
+            with collector.paused():  # each chunk's rows would send the collector over them all
                 for line in lines:
                     out.write(line)
         finally:
