@@ -101,12 +101,16 @@ def scans(plan: dict) -> list[tuple[str, str]]:
     return found
 
 
-def explain(sql: str) -> list[tuple[str, str]]:
+def plan_of(sql: str, options: str = "") -> dict:
+    """The statement's plan (EXPLAIN (`options`, FORMAT JSON)), from its root node."""
     with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+        cursor.execute(f"EXPLAIN ({options}{', ' if options else ''}FORMAT JSON) {sql}")
         raw = cursor.fetchone()[0]
-    plan = raw if isinstance(raw, list) else json.loads(raw)
-    return scans(plan[0]["Plan"])
+    return (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+
+
+def explain(sql: str) -> list[tuple[str, str]]:
+    return scans(plan_of(sql))
 
 
 def watched_scans(captured) -> dict[str, list[tuple[str, str]]]:
@@ -176,10 +180,6 @@ def test_the_hot_queries_of_labelling_use_indexes_on_a_large_database(
 
 def rows_read(sql: str) -> int:
     """Rows the watched tables' scans produced, over all their loops (EXPLAIN ANALYZE)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
-        raw = cursor.fetchone()[0]
-    plan = raw if isinstance(raw, list) else json.loads(raw)
 
     def walk(node):
         own = 0
@@ -187,7 +187,7 @@ def rows_read(sql: str) -> int:
             own = node["Actual Rows"] * node["Actual Loops"]
         return own + sum(walk(child) for child in node.get("Plans", []))
 
-    return walk(plan[0]["Plan"])
+    return walk(plan_of(sql, "ANALYZE"))
 
 
 @pytest.mark.django_db
@@ -260,9 +260,6 @@ def test_the_project_list_counts_each_project_s_answers_by_its_index(client, tea
 
 def parented_scans(sql: str) -> list[tuple[str, str, str]]:
     """(parent node type, node type, relation) of every scan in the statement's plan."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
-        raw = cursor.fetchone()[0]
 
     def walk(node, parent):
         found = []
@@ -272,7 +269,7 @@ def parented_scans(sql: str) -> list[tuple[str, str, str]]:
             found += walk(child, node["Node Type"])
         return found
 
-    return walk((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"], "")
+    return walk(plan_of(sql), "")
 
 
 @pytest.mark.django_db
@@ -303,18 +300,12 @@ def test_releasing_abandoned_tasks_reads_the_tasks_in_progress_only(reviewer_a):
 
 def pages_read(sql: str) -> int:
     """Shared buffers the statement touched, hit or read (EXPLAIN ANALYZE, BUFFERS)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
-        raw = cursor.fetchone()[0]
-    plan = (raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"]
+    plan = plan_of(sql, "ANALYZE, BUFFERS")
     return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
 
 
 def explain_indexes(sql: str) -> list[tuple[str, str]]:
     """(node type, index name) of every index scan in the statement's plan."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
-        raw = cursor.fetchone()[0]
 
     def walk(node):
         found = [(node["Node Type"], node["Index Name"])] if "Index Name" in node else []
@@ -322,4 +313,4 @@ def explain_indexes(sql: str) -> list[tuple[str, str]]:
             found += walk(child)
         return found
 
-    return walk((raw if isinstance(raw, list) else json.loads(raw))[0]["Plan"])
+    return walk(plan_of(sql))
