@@ -1,6 +1,6 @@
 """Management commands that scripts run (imports, exports, reports, members) skip Django's
-system checks: the checks load every URL and view, half a second of each run, and check
-nothing these commands touch. The bench's gold export spent 0.55 s of its 3.5 s on them."""
+system checks: the checks load every URL and view, and check nothing these commands touch.
+export_gold of the demo project took 1.0 s with them, 0.8 s without."""
 
 from __future__ import annotations
 
