@@ -9,7 +9,7 @@ from django.core import checks
 from django.core.management import ManagementUtility, get_commands, load_command_class
 
 OURS = ("annotate", "evaluation", "jobs")
-# Run once per deployment or for hours: the checks are worth their half second there.
+# Run once per installation or for hours: the checks are worth their cost there.
 KEEP_CHECKS = {"worker", "load_demo"}
 
 
