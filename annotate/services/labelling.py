@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -83,10 +84,45 @@ def _locked(assignment: Assignment) -> Assignment:
     return locked
 
 
+def _seconds_between(touched_at, now) -> int:
+    """Labelling time between two touches; a pause longer than the cap counts as the cap."""
+    return int(max(0, min((now - touched_at).total_seconds(), IDLE_CAP_SECONDS)))
+
+
 def _touch(assignment: Assignment, now) -> None:
-    gap = (now - assignment.touched_at).total_seconds()
-    assignment.seconds_spent += int(max(0, min(gap, IDLE_CAP_SECONDS)))
+    assignment.seconds_spent += _seconds_between(assignment.touched_at, now)
     assignment.touched_at = now
+
+
+def _locked_and_touched(assignment: Assignment, now) -> Assignment:
+    """The assignment locked for this transaction, editable, and touched at `now`: a draft
+    save's write of the assignment, done first so that it is also the lock.
+
+    The caller read the row a moment ago (the request's own query). When it is still as read
+    (in progress, touched when it was read), one conditional UPDATE, computed from what was
+    read, locks and writes it: no separate SELECT ... FOR UPDATE. A save in between (another
+    tab) or a release moves touched_at or the status, the UPDATE matches nothing, and the row
+    is read under lock and touched from what it holds. Both ways, every later label write in
+    the transaction is serialised behind this row, as before."""
+    if assignment.status == Assignment.Status.IN_PROGRESS:
+        spent = assignment.seconds_spent + _seconds_between(assignment.touched_at, now)
+        written = Assignment.objects.filter(
+            pk=assignment.pk,
+            status=Assignment.Status.IN_PROGRESS,
+            touched_at=assignment.touched_at,
+            seconds_spent=assignment.seconds_spent,
+        ).update(touched_at=now, seconds_spent=spent)
+        if written:
+            # A copy: the caller's stays as read should the transaction roll back.
+            touched = copy.copy(assignment)
+            touched.touched_at, touched.seconds_spent = now, spent
+            return touched
+    locked = _locked(assignment)
+    _editable(locked)
+    _touch(locked, now)
+    locked.skip_history_when_saving = True  # a draft save is no audit event
+    locked.save(update_fields=["seconds_spent", "touched_at"])
+    return locked
 
 
 def _editable(assignment: Assignment) -> None:
@@ -253,10 +289,9 @@ def save_claim_label(
     the check (scripts written before versions existed).
 
     The label returned holds the assignment as locked and written (its save time)."""
-    assignment = _locked(assignment)
-    _editable(assignment)
     if claim.answer_id != assignment.answer_id:
         raise ServiceError("That claim is not part of this task.")
+    assignment = _locked_and_touched(assignment, timezone.now())
     # The assignment's row lock serialises every save of its labels: no lock on the label.
     label = ClaimLabel.objects.filter(assignment=assignment, claim=claim).first()
     if version is not None and version != (label.version if label else 0):
@@ -284,9 +319,6 @@ def save_claim_label(
     label.citations = {k: v for k, v in citations.items() if v}
     label.version += 1
     label.save(force_insert=label.pk is None)
-    _touch(assignment, timezone.now())
-    assignment.skip_history_when_saving = True  # a draft save is no audit event
-    assignment.save(update_fields=["seconds_spent", "touched_at"])
     label.assignment = assignment  # not re-read by the caller
     errors = LabelErrors()
     if shown is None:

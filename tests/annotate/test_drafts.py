@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotate.models import Answer, Assignment, ClaimLabel, Project
 from annotate.services import (
+    IDLE_CAP_SECONDS,
     ServiceError,
     StaleDraft,
     StillUndoable,
@@ -85,6 +86,79 @@ def test_an_answer_draft_from_an_older_version_is_refused_and_writes_nothing(ali
     assert stale.value.current.relevance == 2
     alice_task.refresh_from_db()
     assert alice_task.relevance == 2 and alice_task.draft_version == 1
+
+
+def _touched(assignment: Assignment, seconds_ago: float) -> None:
+    Assignment.objects.filter(pk=assignment.pk).update(
+        touched_at=timezone.now() - timedelta(seconds=seconds_ago)
+    )
+
+
+@pytest.mark.django_db
+def test_a_claim_draft_counts_the_time_since_the_last_touch_up_to_the_idle_cap(alice_task):
+    claim = alice_task.answer.claims.get(ordinal=0)
+    _touched(alice_task, 42)
+    read = Assignment.objects.get(pk=alice_task.pk)
+    label, _ = save_claim_label(assignment=read, claim=claim, data={"support": "supported"})
+    stored = Assignment.objects.get(pk=alice_task.pk)
+    assert stored.seconds_spent == label.assignment.seconds_spent == 42
+    assert stored.touched_at == label.assignment.touched_at > read.touched_at
+    # a long pause counts as the cap, not as the hours it lasted
+    _touched(alice_task, 3 * 3600)
+    read = Assignment.objects.get(pk=alice_task.pk)
+    save_claim_label(assignment=read, claim=claim, data={"support": "contradicted"})
+    assert Assignment.objects.get(pk=alice_task.pk).seconds_spent == 42 + IDLE_CAP_SECONDS
+
+
+@pytest.mark.django_db
+def test_a_claim_draft_from_a_row_that_moved_since_it_was_read_counts_from_the_stored_row(
+    alice_task,
+):
+    """The request read the assignment, then another tab saved: the save's time is counted
+    from what is stored (the other tab's touch), never from the older read -- no time is
+    counted twice and the other tab's is not lost."""
+    claim, other = alice_task.answer.claims.order_by("ordinal")[:2]
+    _touched(alice_task, 100)
+    read = Assignment.objects.get(pk=alice_task.pk)  # this request's read
+    # the other tab saved 10 s ago, and has counted 60 s so far
+    Assignment.objects.filter(pk=alice_task.pk).update(
+        touched_at=timezone.now() - timedelta(seconds=10), seconds_spent=60
+    )
+    label, _ = save_claim_label(assignment=read, claim=claim, data={"support": "supported"})
+    stored = Assignment.objects.get(pk=alice_task.pk)
+    # 60 + 10, not the read's 0 + 100
+    assert stored.seconds_spent == label.assignment.seconds_spent == 70
+    assert label.version == 1
+    # and what the request read is left as read
+    assert read.seconds_spent == 0
+    assert save_claim_label(assignment=stored, claim=other, data={"note": "x"})[0].version == 1
+
+
+@pytest.mark.django_db
+def test_a_claim_draft_on_a_task_submitted_or_released_since_it_was_read_is_refused(
+    alice_task,
+):
+    claim = alice_task.answer.claims.get(ordinal=0)
+    read = Assignment.objects.get(pk=alice_task.pk)
+    for status, message in (("submitted", "reopen it"), ("released", "no longer be edited")):
+        Assignment.objects.filter(pk=alice_task.pk).update(status=status)
+        with pytest.raises(ServiceError, match=message):
+            save_claim_label(assignment=read, claim=claim, data={"support": "supported"})
+        assert not ClaimLabel.objects.filter(assignment=alice_task).exists()
+        assert Assignment.objects.get(pk=alice_task.pk).touched_at == read.touched_at
+
+
+@pytest.mark.django_db
+def test_a_stale_claim_draft_counts_no_time_and_leaves_the_read_row_as_read(alice_task):
+    claim = alice_task.answer.claims.get(ordinal=0)
+    save_claim_label(assignment=alice_task, claim=claim, data={"support": "supported"})
+    _touched(alice_task, 30)
+    read = Assignment.objects.get(pk=alice_task.pk)
+    with pytest.raises(StaleDraft):
+        save_claim_label(assignment=read, claim=claim, data={"note": "x"}, version=0)
+    stored = Assignment.objects.get(pk=alice_task.pk)
+    assert (stored.touched_at, stored.seconds_spent) == (read.touched_at, read.seconds_spent)
+    assert read.touched_at < timezone.now() - timedelta(seconds=29)
 
 
 # --- The page -----------------------------------------------------------------------------

@@ -184,3 +184,44 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
             ("refused", "read labels"),
         }, (reopened, read)
     assert sum(outcomes.values()) == 30
+
+
+def test_two_tabs_saving_one_claim_at_once_write_it_once_and_count_time_once(crowded_project):
+    """Two tabs of one reviewer save the same claim from the same version at the same moment,
+    each from the assignment as its request read it: one save lands, the other is told the
+    label moved on; neither writes over the other, and the time between is counted once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotate.models import ClaimLabel
+    from annotate.services import StaleDraft, save_claim_label
+
+    project, reviewers = crowded_project
+    assignment = next_task(project=project, reviewer=reviewers[0])
+    claims = list(assignment.answer.claims.order_by("ordinal"))
+    assert claims, "the crowd project's first task has claims"
+    for round_, claim in enumerate(claims):
+        Assignment.objects.filter(pk=assignment.pk).update(
+            touched_at=timezone.now() - timedelta(seconds=20)
+        )
+        before = Assignment.objects.get(pk=assignment.pk)
+        reads = [Assignment.objects.get(pk=assignment.pk) for _ in range(2)]
+
+        def save(read, support, claim=claim):
+            try:
+                return save_claim_label(
+                    assignment=read, claim=claim, data={"support": support}, version=0
+                )[0].support
+            except StaleDraft:
+                return "stale"
+
+        outcomes = run_at_once(
+            [lambda r=reads[0]: save(r, "supported"), lambda r=reads[1]: save(r, "contradicted")]
+        )
+        assert outcomes.count("stale") == 1, outcomes
+        [saved] = [o for o in outcomes if o != "stale"]
+        label = ClaimLabel.objects.get(assignment=assignment, claim=claim)
+        assert (label.support, label.version) == (saved, 1)
+        after = Assignment.objects.get(pk=assignment.pk)
+        assert after.seconds_spent - before.seconds_spent in (20, 21), round_
