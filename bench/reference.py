@@ -10,13 +10,14 @@ What it builds, in one PostgreSQL database: the demo project, a 1,000-answer pro
 ("mid": 10,000 claims, every answer labelled by two reviewers) and a 10,000-answer project
 ("big": 100,000 claims, half of the answers labelled by two reviewers, the other half open
 for the traffic, plus one answer of 10 claims and one of 60 claims held by the measuring
-reviewer). Then gunicorn (2 workers x 4 threads, DEBUG off, as the Dockerfile runs it)
-serves it, with a background worker beside it as docker-compose runs one. Once those
-processes are idle (they import Django on the same cores), the script logs in like a browser
-(CSRF cookie, form post, htmx headers) and measures: a reviewer's labelling, then a lead's
-pages (statistics, set-up, gold, boundaries, the adjudication queue) and ten decisions in
-turn, then the gold export and the import. Query counts come from the X-Query-Count header
-that CLAIMDESK_QUERY_COUNT_HEADER adds to every response (only here).
+reviewer). Then gunicorn (2 workers x 4 threads, DEBUG off, as issue #12 sets it; the
+Dockerfile's default is 3 sync workers) serves it, with a background worker beside it as
+docker-compose runs one. Once those processes are idle (they import Django on the same
+cores), the script logs in like a browser (CSRF cookie, form post, htmx headers) and
+measures: a reviewer's labelling, then a lead's pages (statistics, set-up, gold,
+boundaries, the adjudication queue) and ten decisions in turn, then the gold export and the
+import. Query counts come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER
+adds to every response (only here).
 
 It prints one table and the load average; it asserts nothing about time (benchmarks measure;
 tests assert behaviour).
@@ -225,20 +226,21 @@ def worker_pids(server: subprocess.Popen) -> list[int]:
     return [int(pid) for pid in out.stdout.split()]
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def settle(pids: list[int], *, quiet_ms: float = 20.0, timeout: float = 60.0) -> float:
     """Wait until the server's processes are idle: no more than `quiet_ms` of CPU among them
     over half a second. gunicorn answers as soon as one worker is up, while the other and the
     task worker are still importing Django on the same two cores; measured then, the first
     figures (10-claim page, draft save) came out 1.5-2x what a quiet server gives. Returns
     the seconds waited."""
-    tick = os.sysconf("SC_CLK_TCK")
 
     def cpu_ms() -> float:
-        total = 0
-        for pid in pids:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total * 1000 / tick
+        return sum(cpu_seconds(pid) for pid in pids) * 1000
 
     start = time.perf_counter()
     before = cpu_ms()
@@ -289,9 +291,9 @@ class Browser:
         url = BASE + path
         return self._check(self.http.get(url, headers=headers), url)
 
-    def post(self, path: str, data: dict | None = None, *, htmx: bool = False):
+    def post(self, path: str, data: dict | None = None, *, htmx: bool = False, headers=None):
         url = BASE + path
-        headers = {"X-CSRFToken": self.http.cookies["csrftoken"], "Referer": url}
+        headers = {"X-CSRFToken": self.http.cookies["csrftoken"], "Referer": url, **(headers or {})}
         if htmx:
             headers.update({"HX-Request": "true", "HX-Current-URL": url})
         return self._check(
@@ -384,19 +386,35 @@ def take(browser: Browser) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def saves_per_second(clients: list[Browser], seconds: float = 10.0) -> tuple[float, int]:
-    """Draft saves from several reviewers at once, each on their own task."""
+def saves_per_second(
+    clients: list[Browser], pids: list[int], *, kept_alive: bool, seconds: float = 10.0
+) -> tuple[float, int, list[float]]:
+    """Draft saves from several reviewers at once, each on their own task, back to back.
+    Returns saves/s, the errors, and each gunicorn worker's share of the CPU they used.
+
+    A reviewer saves seconds apart, so each save arrives on a new connection (gunicorn
+    closes one idle for 2 s) and the kernel hands it to whichever worker accepts first.
+    Saves sent back to back on kept-alive connections instead stay on the worker that
+    accepted each connection, and gthread workers often accept them all in one process
+    (one core, under the GIL): measured both ways, that is 110 against 190 saves/s with
+    4 clients. Both figures are printed; `kept_alive=False` closes the connection after
+    each save, as the reviewer's pace does."""
     numbers = [take(b) for b in clients]
     counts = [0] * len(clients)
-    stop = time.perf_counter() + seconds
     errors = []
+    close = {} if kept_alive else {"Connection": "close"}
+    before = [cpu_seconds(pid) for pid in pids]
+    stop = time.perf_counter() + seconds
 
     def loop(i: int) -> None:
         browser, number = clients[i], numbers[i]
         support = ("supported", "insufficient_evidence")
         while time.perf_counter() < stop:
             r = browser.post(
-                f"/p/big/tasks/{number}/claims/0/", claim_data(support[counts[i] % 2]), htmx=True
+                f"/p/big/tasks/{number}/claims/0/",
+                claim_data(support[counts[i] % 2]),
+                htmx=True,
+                headers=close,
             )
             if r.status_code == 200:
                 counts[i] += 1
@@ -409,7 +427,9 @@ def saves_per_second(clients: list[Browser], seconds: float = 10.0) -> tuple[flo
         t.start()
     for t in threads:
         t.join()
-    return sum(counts) / (time.perf_counter() - start), len(errors)
+    rate = sum(counts) / (time.perf_counter() - start)
+    used = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+    return rate, len(errors), [u / (sum(used) or 1) for u in used]
 
 
 def traffic(clients: list[Browser], seconds: float) -> int:
@@ -490,9 +510,18 @@ def main() -> None:
         )
         for clients in (4, 8):
             browsers = [Browser(f"r{i + 1}") for i in range(clients)]
-            rate, errors = saves_per_second(browsers)
+            figures = []
+            for kept_alive in (False, True):
+                rate, errors, shares = saves_per_second(
+                    browsers, worker_pids(server), kept_alive=kept_alive
+                )
+                split = " / ".join(f"{share:.0%}" for share in shares)
+                figures.append(f"{rate:.0f} saves/s · {errors} errors · workers' CPU {split}")
             rows.append(
-                (f"draft saves, {clients} clients", f"{rate:.0f} saves/s · {errors} errors")
+                (
+                    f"draft saves, {clients} clients",
+                    f"a connection per save: {figures[0]} | kept alive: {figures[1]}",
+                )
             )
         clients = [Browser(f"r{i + 1}") for i in range(4)]
         tasks = traffic(clients, TRAFFIC_SECONDS)
