@@ -86,6 +86,36 @@ def insert_rows(
     return count
 
 
+def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) -> None:
+    """Insert unsaved instances of `model` through insert_rows, each given its primary key
+    first: what bulk_create does, without its per-value adaptation (on PostgreSQL, Django
+    5.2 sends a batch as arrays that psycopg quotes value by value in Python: 2.7 s of a
+    40,000-label import). Defaults are the constructor's; auto_now_add fields are stamped as
+    save() would. No signals are sent and no audit record is made: for models without
+    either."""
+    if not objs:
+        return
+    fields = model._meta.concrete_fields
+    for obj, pk in zip(objs, allocate_ids(model, len(objs)), strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+    # psycopg adapts Python values itself; SQLite takes Django's (a datetime as UTC text).
+    adapted = {
+        f.attname
+        for f in fields
+        if connection.vendor != "postgresql" and not isinstance(f, models.JSONField)
+    }
+
+    def row(obj) -> list[Any]:
+        values = []
+        for f in fields:
+            value = f.pre_save(obj, add=True)
+            values.append(f.get_db_prep_save(value, connection) if f.attname in adapted else value)
+        return values
+
+    insert_rows(model, [f.column for f in fields], (row(obj) for obj in objs))
+
+
 def after_commit(
     *, analyze: Iterable[type[models.Model]] = (), vacuum: Iterable[type[models.Model]] = ()
 ) -> None:

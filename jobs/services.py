@@ -387,7 +387,9 @@ def _label_import(job: Job, progress: Progress) -> None:
 
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
-        result = annotate_services.import_labels(lines=lines, project=project)
+        result = annotate_services.import_labels(
+            lines=lines, project=project, progress=progress.step
+        )
         progress.stage = "written"
         progress.rows_written = result.created
         out = {

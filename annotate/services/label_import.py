@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
+from simple_history.utils import bulk_create_with_history
 
-from annotate import bulk
+from annotate import bulk, collector
 from annotate.bundles import (
     BundleError,
     BundleInvalid,
@@ -77,7 +78,12 @@ def _latest_labels(assignment_pks: list[int]) -> dict[int, dict]:
     return latest
 
 
-def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImportResult:
+def import_labels(
+    *,
+    lines: Iterable[bytes | str],
+    project: Project,
+    progress: Callable[[str, int], None] | None = None,
+) -> LabelImportResult:
     """Import reviewers' submitted labels (SPEC.md format), validated like the browser's
     submissions and under the project's label schema. All or nothing: raises BundleInvalid
     listing every problem by line.
@@ -85,29 +91,31 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     Label sets are written under the same row locks as live labelling takes (the answers'),
     and the overlap is counted again under them: a reviewer who took the answer in the
     browser while the file was being checked makes the import refuse that line, never gives
-    the answer a third label set."""
+    the answer a third label set.
+
+    What it reads and keeps grows with the file, not with the project: the answers the file
+    names are read (with their claims and passages) a chunk of lines at a time, and the label
+    sets are written in bulk. `progress(step, rows)`, if given, hears when the checking is
+    done and the writing starts ("writing", 0)."""
     if project.state == Project.State.DRAFT:
         raise BundleInvalid(
             [BundleError(0, "Labelling is not open: open it first so that the claims are locked.")]
         )
+    with collector.paused():  # tens of thousands of model instances, none of them cyclic
+        pending, result = _checked(lines, project)
+        _write(project, pending, progress)
+    result.created = len(pending)
+    return result
+
+
+def _checked(lines: Iterable[bytes | str], project: Project):
+    """Every line checked; the label sets to write, or BundleInvalid with every problem."""
     schema = project.schema
     reviewers = {
         m.user.username: m.user
         for m in project.memberships.filter(role=Role.REVIEWER).select_related("user")
     }
-    answers = {
-        a.answer_id: a
-        for a in project.answers.prefetch_related(
-            "claims__citations__passage", "retrieved__passage"
-        )
-    }
-    existing = {
-        (a.answer_id, a.reviewer_id): a
-        for a in Assignment.objects.filter(project=project).select_related("answer")
-    }
-    holders = Counter(
-        a.answer_id for a in existing.values() if a.status != Assignment.Status.RELEASED
-    )
+    known = _KnownAnswers(project)
     errors: list[BundleError] = []
     pending: list[_Pending] = []
     seen: dict[tuple[str, str], int] = {}
@@ -116,51 +124,60 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     # "unchanged", others a problem. Their latest revisions are read together after the
     # loop (one query per 500), never one query per line.
     again: list[tuple[int, int, dict, list[str], str]] = []
-    for number, obj in JsonLines(lines, errors):
-        problems: list[str] = [f"unknown field '{key}'" for key in sorted(set(obj) - LABEL_FIELDS)]
-        problems += _off_fields(obj, schema)
-        answer_id, username = obj.get("answer_id"), obj.get("reviewer")
-        answer = answers.get(answer_id) if isinstance(answer_id, str) else None
-        user = reviewers.get(username) if isinstance(username, str) else None
-        if answer is None:
-            problems.append(f"unknown answer_id {answer_id!r}")
-        if user is None:
-            problems.append(f"{username!r} is not a reviewer of this project")
-        if answer is None:
-            # Without its answer the claims cannot be checked; everything else was.
-            errors.extend(BundleError(number, p) for p in problems)
-            continue
-        assignment = Assignment(project=project, answer=answer, reviewer=user)
-        problems += _answer_values(obj, assignment)
-        labels, label_problems = _parse_claim_labels(obj.get("claims"), answer, schema)
-        problems += label_problems
-        found = LabelErrors()
-        check_answer_label(assignment, schema=schema, complete=True, errors=found)
-        shown = _shown(answer)
-        for label in labels:
-            check_claim_label(label, label.claim, shown, schema=schema, complete=True, errors=found)
-        problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
-        if user is None:
-            errors.extend(BundleError(number, p) for p in problems)
-            continue
-        key = (answer.answer_id, user.username)
-        if key in seen:
-            problems.append(f"{user.username} labels this answer twice (first on line {seen[key]})")
-        seen.setdefault(key, number)
-        snapshot = label_snapshot(assignment, labels, schema)
-        previous = existing.get((answer.pk, user.pk))
-        if previous is not None:
-            again.append((number, previous.pk, snapshot, problems, user.username))
-            continue
-        if holders[answer.pk] >= project.overlap:
-            problems.append(
-                f"this answer already has {holders[answer.pk]} reviewer(s), the project's overlap"
-            )
-        holders[answer.pk] += 1
-        if problems:
-            errors.extend(BundleError(number, p) for p in problems)
-        else:
-            pending.append(_Pending(number, assignment, labels, snapshot))
+    for chunk in _chunks(JsonLines(lines, errors), 500):
+        known.read(obj.get("answer_id") for _, obj in chunk)
+        for number, obj in chunk:
+            problems: list[str] = [
+                f"unknown field '{key}'" for key in sorted(set(obj) - LABEL_FIELDS)
+            ]
+            problems += _off_fields(obj, schema)
+            answer_id, username = obj.get("answer_id"), obj.get("reviewer")
+            answer = known.answers.get(answer_id) if isinstance(answer_id, str) else None
+            user = reviewers.get(username) if isinstance(username, str) else None
+            if answer is None:
+                problems.append(f"unknown answer_id {answer_id!r}")
+            if user is None:
+                problems.append(f"{username!r} is not a reviewer of this project")
+            if answer is None:
+                # Without its answer the claims cannot be checked; everything else was.
+                errors.extend(BundleError(number, p) for p in problems)
+                continue
+            assignment = Assignment(project=project, answer=answer, reviewer=user)
+            problems += _answer_values(obj, assignment)
+            labels, label_problems = _parse_claim_labels(obj.get("claims"), answer, schema)
+            problems += label_problems
+            found = LabelErrors()
+            check_answer_label(assignment, schema=schema, complete=True, errors=found)
+            shown = _shown(answer)
+            for label in labels:
+                check_claim_label(
+                    label, label.claim, shown, schema=schema, complete=True, errors=found
+                )
+            problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
+            if user is None:
+                errors.extend(BundleError(number, p) for p in problems)
+                continue
+            key = (answer.answer_id, user.username)
+            if key in seen:
+                problems.append(
+                    f"{user.username} labels this answer twice (first on line {seen[key]})"
+                )
+            seen.setdefault(key, number)
+            snapshot = label_snapshot(assignment, labels, schema)
+            previous = known.assignments.get((answer.pk, user.pk))
+            if previous is not None:
+                again.append((number, previous, snapshot, problems, user.username))
+                continue
+            holders = known.holders[answer.pk]
+            if holders >= project.overlap:
+                problems.append(
+                    f"this answer already has {holders} reviewer(s), the project's overlap"
+                )
+            known.holders[answer.pk] += 1
+            if problems:
+                errors.extend(BundleError(number, p) for p in problems)
+            else:
+                pending.append(_Pending(number, assignment, labels, snapshot))
     latest = _latest_labels([assignment_pk for _, assignment_pk, *_ in again])
     for number, assignment_pk, snapshot, problems, username in again:
         if latest.get(assignment_pk) == snapshot:
@@ -171,37 +188,97 @@ def import_labels(*, lines: Iterable[bytes | str], project: Project) -> LabelImp
     if errors:
         errors.sort(key=lambda e: e.line)
         raise BundleInvalid(errors)
+    return pending, result
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _KnownAnswers:
+    """The project's answers a label file names, read as the file names them: each with its
+    claims, citations and passages (to check the labels against), the assignments already
+    on it (reviewer's pk -> assignment's pk) and how many of those hold it."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        self.answers: dict[str, Answer] = {}
+        self.assignments: dict[tuple[int, int], int] = {}
+        self.holders: Counter = Counter()
+        self._asked: set[str] = set()
+
+    def read(self, answer_ids: Iterable) -> None:
+        wanted = {a for a in answer_ids if isinstance(a, str)} - self._asked
+        if not wanted:
+            return
+        self._asked |= wanted
+        found = list(
+            self.project.answers.filter(answer_id__in=wanted).prefetch_related(
+                "claims__citations__passage", "retrieved__passage"
+            )
+        )
+        self.answers.update((a.answer_id, a) for a in found)
+        rows = Assignment.objects.filter(answer__in=[a.pk for a in found]).values_list(
+            "pk", "answer_id", "reviewer_id", "status"
+        )
+        for pk, answer_pk, reviewer_pk, status in rows:
+            self.assignments[(answer_pk, reviewer_pk)] = pk
+            if status != Assignment.Status.RELEASED:
+                self.holders[answer_pk] += 1
+
+
+def _write(project: Project, pending: list[_Pending], progress) -> None:
+    """The checked label sets, in bulk: assignments (with their audit records), claim
+    labels, revisions."""
+    if not pending:
+        return
     # The file's order is often case by case, variant by variant: neither the rows' ids nor
     # their times may keep it, or a reviewer's task list would replay it.
     _SECRET_RANDOM.shuffle(pending)
+    if progress:
+        progress("writing", 0)
     with transaction.atomic():
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
         for item in pending:
-            assignment = item.assignment
-            assignment.status = Assignment.Status.SUBMITTED
-            assignment.submitted_at = now
-            assignment.revision = 1
-            assignment.save()
+            item.assignment.status = Assignment.Status.SUBMITTED
+            item.assignment.submitted_at = now
+            item.assignment.revision = 1
+        bulk_create_with_history(
+            [item.assignment for item in pending], Assignment, batch_size=500, default_date=now
+        )
+        labels = []
+        for item in pending:
             for label in item.labels:
-                label.assignment = assignment
-            ClaimLabel.objects.bulk_create(item.labels)
-            LabelRevision.objects.create(
-                assignment=assignment, number=1, labels=item.snapshot, source="import"
-            )
+                label.assignment = item.assignment
+            labels += item.labels
+        bulk.insert_instances(ClaimLabel, labels)
+        bulk.insert_instances(
+            LabelRevision,
+            [
+                LabelRevision(
+                    assignment=item.assignment, number=1, labels=item.snapshot, source="import"
+                )
+                for item in pending
+            ],
+        )
         pks = [item.assignment.pk for item in pending]
         for start in range(0, len(pks), 500):  # SQLite caps the parameters of one query
             Assignment.objects.filter(pk__in=pks[start : start + 500]).update(
                 taken_at=now,
-                touched_at=now,  # auto_now_add stamped each row as it was saved
+                touched_at=now,  # auto_now_add stamped each row as it was created
             )
         full = [pk for pk, n in holding.items() if n >= project.overlap]
         for start in range(0, len(full), 500):
             Answer.objects.filter(pk__in=full[start : start + 500]).update(full=True)
-        if pending:
-            bulk.after_commit(analyze=[ClaimLabel, LabelRevision], vacuum=[Assignment, Answer])
-    result.created = len(pending)
-    return result
+        bulk.after_commit(analyze=[ClaimLabel, LabelRevision], vacuum=[Assignment, Answer])
 
 
 @dataclass

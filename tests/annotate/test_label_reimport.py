@@ -1,19 +1,22 @@
 """Importing a label file again: every line whose reviewer already submitted those very
 labels is 'unchanged' and nothing is written; a line with other labels is refused by line.
-The comparison reads the latest revisions together, not one query per line."""
+The comparison reads the latest revisions together, not one query per line. And what any
+import reads (the answers its file names) and writes (in bulk, audited)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from annotate.bundles import BundleInvalid
-from annotate.models import LabelRevision
+from annotate.models import Answer, Assignment, LabelRevision
 from annotate.services import import_labels
-from tests.conftest import FIXTURES, labelled_demo
+from tests.conftest import FIXTURES, import_fixture, labelled_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +46,85 @@ def test_other_labels_for_a_held_answer_are_refused_by_line(labelled):
     assert [str(e) for e in caught.value.errors] == [
         f"line 1: {first['reviewer']} already has labels for this answer"
     ]
+
+
+# --- What an import reads and writes -----------------------------------------------------
+
+
+def _opened_demo(slug: str):
+    from annotate.services import add_member, open_labelling
+
+    project = import_fixture("demo.jsonl", slug)
+    for name in ("alice", "bob"):
+        add_member(project=project, username=name, role="reviewer")
+    return open_labelling(project=project)
+
+
+def test_an_import_reads_only_the_answers_its_file_names():
+    """A label file for two answers reads those two answers' claims, citations and passages
+    and the assignments on them -- not the other 58 answers of the project."""
+    project = _opened_demo("reads")
+    lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()[:2]
+    named = {json.loads(line)["answer_id"] for line in lines}
+    pks = sorted(
+        Answer.objects.filter(project=project, answer_id__in=named).values_list("pk", flat=True)
+    )
+    with CaptureQueriesContext(connection) as queries:
+        import_labels(lines=lines, project=project)
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+    for table in ("annotate_claim", "annotate_retrievedpassage", "annotate_assignment"):
+        first = next(sql for sql in reads if f'FROM "{table}" WHERE' in sql)
+        in_list = re.search(r'"answer_id" IN \(([^)]*)\)', first)
+        assert in_list, first
+        assert sorted(int(x) for x in in_list.group(1).split(", ")) == pks, first
+    # the answers themselves: by the file's ids, within the project
+    answers = next(sql for sql in reads if 'FROM "annotate_answer" WHERE' in sql)
+    assert '"annotate_answer"."answer_id" IN' in answers
+
+
+def test_an_import_writes_in_a_number_of_queries_that_grows_with_batches_not_lines():
+    lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
+    counts = []
+    for slug, some in (("two", lines[:2]), ("all", lines)):
+        project = _opened_demo(slug)
+        with CaptureQueriesContext(connection) as queries:
+            result = import_labels(lines=some, project=project)
+        assert result.created == len(some)
+        counts.append(len(queries))
+    # 78 more lines: a batch more here and there (SQLite's cap on a query's parameters
+    # splits bulk inserts), never a query per line
+    assert counts[1] - counts[0] <= 4, counts
+
+
+def test_imported_label_sets_are_whole_and_audited():
+    """What the bulk writes leave: each line's assignment submitted at one time, with its
+    audit record, its claim labels as the file gives them, and revision 1 from the import."""
+    project = _opened_demo("whole")
+    lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
+    before = timezone.now()
+    import_labels(lines=lines, project=project)
+    assignments = Assignment.objects.filter(project=project)
+    assert assignments.count() == len(lines)
+    assert {a.status for a in assignments} == {"submitted"}
+    assert len({(a.taken_at, a.touched_at, a.submitted_at) for a in assignments}) == 1
+    for line in map(json.loads, lines):
+        assignment = assignments.get(
+            answer__answer_id=line["answer_id"], reviewer__username=line["reviewer"]
+        )
+        [record] = assignment.history.all()
+        assert (record.history_type, record.status, record.revision) == ("+", "submitted", 1)
+        [revision] = assignment.revisions.all()
+        assert (revision.number, revision.source) == (1, "import")
+        assert before <= revision.created_at <= timezone.now()
+        stored = {
+            label.claim.ordinal: label for label in assignment.claim_labels.select_related("claim")
+        }
+        assert sorted(stored) == sorted(c["index"] for c in line["claims"])
+        for given in line["claims"]:
+            label = stored[given["index"]]
+            assert label.support == given["support"]
+            assert label.evidence_ids == given.get("evidence_ids", [])
+            assert label.evidence_quote == given.get("evidence_quote", "")
+            for cited, verdict in given.get("citations", {}).items():
+                assert label.citations[cited] == verdict
+        assert [c["index"] for c in revision.labels["claims"]] == sorted(stored)
