@@ -126,43 +126,43 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
 # The export, run as `manage.py export_gold` would run it, then the process's own peak
 # resident memory (VmHWM) from /proc. RUSAGE_CHILDREN, used before, kept the high-water mark
 # of the forked child before it exec'd Python -- the benchmark's own memory, not the export's.
-EXPORT_AND_PEAK = """
+COMMAND_AND_PEAK = """
 import sys
 from django.core.management import execute_from_command_line
-execute_from_command_line(["manage.py", "export_gold", *sys.argv[1:]])
+execute_from_command_line(["manage.py", *sys.argv[1:]])
 status = open("/proc/self/status").read()
 peak = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
 print(peak.split()[1], file=sys.stderr)
 """
 
 
+def command_in_child(*args: str) -> tuple[float, float]:
+    """(seconds, the process's own peak MB) for `manage.py *args`, run in a child process
+    that reads its own VmHWM from /proc as it ends (RUSAGE_CHILDREN would report the forked
+    child's high-water mark before exec: this process's own)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND_AND_PEAK, *args],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - start
+    return elapsed, int(done.stderr.strip().splitlines()[-1]) / 1024
+
+
 def export_in_child(slug: str, *extra: str) -> tuple[float, float, int, int]:
     """(seconds, the exporting process's own peak MB, bytes written, rows) for export_gold."""
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as out:
-        start = time.perf_counter()
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                EXPORT_AND_PEAK,
-                "--project",
-                slug,
-                "--output",
-                out.name,
-                *extra,
-            ],
-            cwd=ROOT,
-            check=True,
-            env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"},
-            capture_output=True,
-            text=True,
+        elapsed, peak_mb = command_in_child(
+            "export_gold", "--project", slug, "--output", out.name, *extra
         )
-        elapsed = time.perf_counter() - start
         size = Path(out.name).stat().st_size
         with open(out.name, "rb") as written:
             rows = sum(1 for _ in written)
-    peak_kb = int(done.stderr.strip().splitlines()[-1])
-    return elapsed, peak_kb / 1024, size, rows
+    return elapsed, peak_mb, size, rows
 
 
 def main() -> None:

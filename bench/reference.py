@@ -15,9 +15,9 @@ Dockerfile's default is 3 sync workers) serves it, with a background worker besi
 docker-compose runs one. Once those processes are idle (they import Django on the same
 cores), the script logs in like a browser (CSRF cookie, form post, htmx headers) and
 measures: a reviewer's labelling, then a lead's pages (statistics, set-up, gold,
-boundaries, the adjudication queue) and ten decisions in turn, then the gold export and the
-import. Query counts come from the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER
-adds to every response (only here).
+boundaries, the adjudication queue) and ten decisions in turn, then the gold export, a label
+import and the bundle import. Query counts come from the X-Query-Count header that
+CLAIMDESK_QUERY_COUNT_HEADER adds to every response (only here).
 
 It prints one table and the load average; it asserts nothing about time (benchmarks measure;
 tests assert behaviour).
@@ -38,7 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/claimdesk_bench_http"
 )
-from bench.agreement_gold import export_in_child, label_everything  # noqa: E402
+from bench.agreement_gold import (  # noqa: E402
+    command_in_child,
+    export_in_child,
+    label_everything,
+)
 from bench.common import ROOT, setup_bench_database  # noqa: E402
 from bench.import_bundle import write_bundle  # noqa: E402
 
@@ -50,6 +54,8 @@ SAMPLES = int(os.environ.get("BENCH_SAMPLES", "100"))
 # The issue's sizes; smaller ones make a quick trial run of the script itself.
 BIG_ANSWERS = int(os.environ.get("BENCH_BIG_ANSWERS", "10000"))
 MID_ANSWERS = int(os.environ.get("BENCH_MID_ANSWERS", "1000"))
+# Answers of the big project nobody holds at the end, given two label sets by a label file.
+LABEL_ANSWERS = min(2000, BIG_ANSWERS // 5)
 FIVE_XX: list[tuple[str, int]] = []
 
 
@@ -115,6 +121,40 @@ def build() -> dict:
         # The build's writes are flushed now, not by a checkpoint during the measurements.
         cursor.execute("CHECKPOINT")
     return figures
+
+
+def write_label_file(path: Path, slug: str, reviewers: tuple[str, ...], answers: int) -> int:
+    """A label file (SPEC.md's format) for `answers` of the project's answers that nobody
+    holds, one complete label set per reviewer: each claim not found in the passages, each
+    resolvable citation judged. Returns the number of claims labelled per reviewer."""
+    import json
+
+    from annotate.models import Answer, Claim
+
+    free = list(
+        Answer.objects.filter(project__slug=slug, assignments__isnull=True)
+        .order_by("pk")
+        .values_list("pk", "answer_id")[:answers]
+    )
+    cited: dict[int, dict[int, dict[str, str]]] = {}
+    rows = Claim.objects.filter(answer_id__in=[pk for pk, _ in free]).values_list(
+        "answer_id", "ordinal", "citations__cited_id", "citations__passage_id"
+    )
+    for answer_pk, ordinal, cited_id, passage_pk in rows:
+        verdicts = cited.setdefault(answer_pk, {}).setdefault(ordinal, {})
+        if passage_pk is not None:
+            verdicts[cited_id] = "does_not_support"
+    with path.open("w") as out:
+        for pk, answer_id in free:
+            claims = [
+                {"index": i, "support": "insufficient_evidence", "severity": "minor"}
+                | {"citations": verdicts}
+                for i, verdicts in sorted(cited.get(pk, {}).items())
+            ]
+            for reviewer in reviewers:
+                line = {"answer_id": answer_id, "reviewer": reviewer, "relevance": 1}
+                out.write(json.dumps({**line, "claims": claims}) + "\n")
+    return sum(len(c) for c in cited.values())
 
 
 def _answers_with_claims(*specs: tuple[str, int]) -> list[str]:
@@ -598,6 +638,18 @@ def main() -> None:
                     f"gold export, {slug} ({exported:,} rows)",
                     f"{seconds:.1f} s · {exported / seconds:,.0f} rows/s · exporting process "
                     f"peak RSS {peak_mb:.0f} MB (VmHWM)",
+                )
+            )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "labels.jsonl"
+            claims = write_label_file(path, "big", ("big-a", "big-b"), LABEL_ANSWERS)
+            seconds, peak_mb = command_in_child("import_labels", str(path), "--project", "big")
+            rows.append(
+                (
+                    f"label import into big ({2 * LABEL_ANSWERS:,} label sets, "
+                    f"{2 * claims:,} claim labels; manage.py, process start included)",
+                    f"{seconds:.1f} s · {2 * LABEL_ANSWERS / seconds:,.0f} sets/s · "
+                    f"importing process peak RSS {peak_mb:.0f} MB (VmHWM)",
                 )
             )
         rows.append(
