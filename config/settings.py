@@ -155,6 +155,10 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLAIMDESK_LOGIN_COOLOF
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "annotate.account_views.locked_out"
+# Behind reverse proxies, how many of them append to X-Forwarded-For: the client's address is
+# then read from that header (config/proxies.py). 0, the default, ignores the header.
+CLAIMDESK_PROXY_COUNT = int(os.environ.get("CLAIMDESK_PROXY_COUNT", "0"))
+AXES_CLIENT_IP_CALLABLE = "config.proxies.client_ip"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
