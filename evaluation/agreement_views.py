@@ -123,10 +123,11 @@ def agreement(request, project, role):
     """The report (stored per state of the labels, jobs.reports), as a page or as its JSON
     or CSV download."""
     stored = stored_reports.read(project=project, kind=stored_reports.Kind.AGREEMENT)
-    if stored.pending:
-        return stored_reports.pending_page(
-            request, project=project, role=role, title="Reviewer agreement", current="agreement"
-        )
+    answer = stored_reports.pending_answer(
+        request, stored, project=project, role=role, title="Reviewer agreement", current="agreement"
+    )
+    if answer is not None:
+        return answer
     report = stored.result
     fmt = request.GET.get("format")
     if fmt == "json":

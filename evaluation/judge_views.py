@@ -331,14 +331,16 @@ def judge_run(request, project, role, run_pk):
     split_form = SplitForm(request.GET or None)
     split = split_form.chosen_split()
     stored = _calibration(project, run, split)
-    if stored.pending:
-        return stored_reports.pending_page(
-            request,
-            project=project,
-            role=role,
-            title=f"Calibration of {run.name}",
-            current="judges",
-        )
+    answer = stored_reports.pending_answer(
+        request,
+        stored,
+        project=project,
+        role=role,
+        title=f"Calibration of {run.name}",
+        current="judges",
+    )
+    if answer is not None:
+        return answer
     report = stored.result
     fmt = request.GET.get("format")
     if fmt == "csv":

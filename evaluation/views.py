@@ -130,10 +130,11 @@ def report(request, project, role):
     kept in this process (annotate.report_cache) under the stored report's date, so a later
     view, another page of a table or a CSV costs no recomputation."""
     stored = stored_reports.read(project=project, kind=stored_reports.Kind.EVALUATION)
-    if stored.pending:
-        return stored_reports.pending_page(
-            request, project=project, role=role, title="Evaluation report", current="evaluation"
-        )
+    answer = stored_reports.pending_answer(
+        request, stored, project=project, role=role, title="Evaluation report", current="evaluation"
+    )
+    if answer is not None:
+        return answer
     result = stored.result
     reports = reports_of(project, version=stored.version)
     names = list(result["variants"])

@@ -7,7 +7,7 @@ and a digest of the code that computes it. A view reads the stored result:
 - fingerprint unchanged: it is current, say when it was computed;
 - labels changed since: show it, say so, and ask a worker to recompute (once per new state);
 - nothing stored yet: compute it in the request when the project is small (or tasks run
-  in-process), else ask a worker and show a page that reloads itself until it is there;
+  in-process), else ask a worker and show a page that waits for it (pending_answer);
 - unchanged, but older than CLAIMDESK_REPORT_MAX_AGE_SECONDS: show it and have it computed
   again, as a change made behind the application's back moves no data version.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import IntegrityError, transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.utils import timezone
 
 from annotate.models import (
@@ -219,11 +219,30 @@ def _keep(key: tuple, result: dict) -> None:
             _decoded_results.popitem(last=False)
 
 
-def pending_page(request, *, project: Project, role: str, title: str, current: str):
-    """The page shown while a worker computes a report nothing was stored for yet."""
-    from django.shortcuts import render
+# The waiting page's element that polls (htmx sends its id as HX-Trigger).
+PENDING_POLL = "report-pending"
 
+
+def pending_answer(
+    request, stored: Stored, *, project: Project, role: str, title: str, current: str
+):
+    """What a report page answers before showing its report: while a worker computes a report
+    nothing was stored for yet, the waiting page, and to that page's own polls nothing (204);
+    once the report is stored, to the poll, a reload. None: show the report.
+
+    The waiting page polls with htmx rather than reloading itself with a meta refresh: a page
+    that reloads every few seconds moves a screen reader's or keyboard user's place back to
+    its top each time (WCAG 2.2.1). Without scripts it still reloads itself (noscript)."""
+    from django.shortcuts import render
+    from django_htmx.http import HttpResponseClientRefresh
+
+    polled = bool(request.htmx) and request.htmx.trigger == PENDING_POLL
+    if not stored.pending:
+        return HttpResponseClientRefresh() if polled else None
+    if polled:
+        return HttpResponse(status=204)
     context = {"project": project, "role": role, "title": title, "current": current}
+    context["poll_id"] = PENDING_POLL
     return render(request, "jobs/report_pending.html", context)
 
 

@@ -1,17 +1,20 @@
 """Stored reports: a page view reads the report stored for the labels as they are and says how
 fresh it is; a change of labels makes it recomputed (in the request when tasks run in-process,
 by one worker task otherwise, the stale figures shown meanwhile, marked as such); a large
-project's first report is computed by a worker while the page reloads itself."""
+project's first report is computed by a worker while the page waits for it (polling, or
+reloading itself without scripts)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db.models import F
 from django.test import Client
+from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from annotate.models import Assignment, LabelRevision
 from evaluation import agreement_report as agreement_module
+from evaluation.models import JudgeRun
 from jobs import reports
 from jobs.models import StoredReport
 from jobs.tasks import refresh_report
@@ -175,6 +178,37 @@ def test_a_large_projects_first_report_waits_for_a_worker(
     assert api.status_code == 200 and api["Report-Current"] == "true"
     assert api.json()["slices"]["all"]["support"]["n"] > 0
     assert "Reviewer agreement" in browser.get("/p/demo/agreement/").content.decode()
+
+
+POLL = {"HX-Request": "true", "HX-Trigger": reports.PENDING_POLL}
+
+
+@pytest.mark.parametrize("path", ["/p/demo/agreement/", "/p/demo/evaluation/", "judge"])
+def test_the_waiting_page_polls_and_is_told_to_reload_once_the_report_is_stored(
+    browser, demo, database_tasks, settings, path
+):
+    """No meta refresh for a browser that runs scripts (it would move a screen reader's place
+    to the top of the page every 3 s): the page polls, gets nothing back while the worker
+    computes, and one reload once the report is there. Without scripts, the noscript refresh."""
+    if path == "judge":
+        path = reverse("judge_run", args=[demo.slug, JudgeRun.objects.get(project=demo).pk])
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    page = browser.get(path).content.decode()
+    assert 'data-report-freshness="pending"' in page
+    assert page.count('http-equiv="refresh"') == 1
+    assert '<noscript><meta http-equiv="refresh" content="3"></noscript>' in page
+    assert f'id="{reports.PENDING_POLL}"' in page and 'hx-trigger="every 3s"' in page
+    waiting = browser.get(path, headers=POLL)
+    assert waiting.status_code == 204 and not waiting.content
+    for task in DBTaskResult.objects.all():
+        refresh_report.call(*task.args_kwargs["args"])
+    ready = browser.get(path, headers=POLL)
+    assert ready.status_code == 200 and ready["HX-Refresh"] == "true" and not ready.content
+    # the reload shows the report; a request from anything else than the poll always did
+    shown = browser.get(path).content.decode()
+    assert 'data-report-freshness="current"' in shown
+    other = browser.get(path, headers={"HX-Request": "true", "HX-Trigger": "something-else"})
+    assert other.status_code == 200 and "HX-Refresh" not in other
 
 
 def test_the_calibration_page_says_how_fresh_it_is(browser, demo):
@@ -348,7 +382,7 @@ def test_a_report_that_fails_is_asked_again_only_after_the_stale_period(
     (task,) = DBTaskResult.objects.all()
     with pytest.raises(RuntimeError):
         refresh_report.call(*task.args_kwargs["args"])
-    for _ in range(3):  # the waiting page reloads itself
+    for _ in range(3):  # the waiting page asks again (a poll, or a reload without scripts)
         assert (
             'data-report-freshness="pending"' in browser.get("/p/demo/agreement/").content.decode()
         )
