@@ -340,10 +340,20 @@ def single_key_shortcuts(user) -> bool:
 
 
 def my_submitted_tasks(user, project: Project):
+    """What the reviewer's task list shows of each submitted task (the answer's number, not
+    its text)."""
     return (
         Assignment.objects.for_reviewer(user)
         .filter(project=project, status=Assignment.Status.SUBMITTED)
         .select_related("answer")
+        .only(
+            "status",
+            "submitted_at",
+            "undo_until",
+            "revision",
+            "seconds_spent",
+            "answer__task_number",
+        )
         .order_by("-submitted_at", "answer__task_number")  # never the rows' (import) order
     )
 

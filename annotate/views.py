@@ -399,23 +399,25 @@ def reopen(request, project, role, assignment):
     return redirect(_task_url(project, number))
 
 
+MY_TASKS_PAGE = 50
+
+
 @require_http_methods(["GET"])
 @project_view(Role.REVIEWER)
 def my_tasks(request, project, role):
-    tasks = list(selectors.my_submitted_tasks(request.user, project))
-    for assignment in tasks:
-        assignment.reopenable = services.can_reopen(assignment)
-    return render(
-        request,
-        "annotate/my_tasks.html",
-        {
-            "project": project,
-            "role": role,
-            "tasks": tasks,
-            "progress": selectors.reviewer_progress(request.user, project),
-            "reopen_minutes": settings.CLAIMDESK_REOPEN_MINUTES,
-        },
+    """The reviewer's submitted tasks, newest first, a page at a time (a reviewer of a large
+    project submits thousands); an htmx request for another page gets the table alone."""
+    pager = paginate(
+        selectors.my_submitted_tasks(request.user, project), request.GET, per_page=MY_TASKS_PAGE
     )
+    for assignment in pager.items:
+        assignment.reopenable = services.can_reopen(assignment)
+    context = {"project": project, "role": role, "pager": pager}
+    if request.htmx and request.htmx.target == "my-tasks":
+        return render(request, "annotate/my_tasks.html#tasks", context)
+    context["progress"] = selectors.reviewer_progress(request.user, project)
+    context["reopen_minutes"] = settings.CLAIMDESK_REOPEN_MINUTES
+    return render(request, "annotate/my_tasks.html", context)
 
 
 def _task_url(project, number) -> str:

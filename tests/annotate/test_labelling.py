@@ -547,3 +547,39 @@ def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupport
         "insufficient evidence."
     ]
     assert Assignment.objects.count() == before
+
+
+@pytest.mark.django_db
+def test_your_tasks_is_a_page_at_a_time_in_the_same_queries_whatever_the_count(client, monkeypatch):
+    """A reviewer of a large project submits thousands of tasks: the list shows them a page at
+    a time (newest first), every page in the same few queries, and htmx gets the table alone;
+    all pages together list every task once."""
+    from annotate import views
+    from tests.conftest import labelled_demo
+
+    project = labelled_demo(password=PASSWORD)
+    alice = Assignment.objects.filter(project=project, reviewer__username="alice")
+    submitted = alice.count()
+    assert submitted > 14
+    monkeypatch.setattr(views, "MY_TASKS_PAGE", 7)
+    client.login(username="alice", password=PASSWORD)
+    url = reverse("my_tasks", args=[project.slug])
+    counts, shown = [], []
+    page = 1
+    while True:
+        with CaptureQueriesContext(connection) as queries:
+            reply = client.get(url, {"page": page}).content.decode()
+        counts.append(len(queries))
+        numbers = [int(n) for n in re.findall(r'<td><a href="/p/demo/tasks/(\d+)/">', reply)]
+        assert 0 < len(numbers) <= 7
+        shown += numbers
+        assert f"of {submitted} tasks · page {page} of" in reply
+        if 'rel="next"' not in reply:
+            break
+        page += 1
+    assert sorted(shown) == sorted(alice.values_list("answer__task_number", flat=True))
+    assert len(set(counts)) == 1, counts
+    partial = client.get(url, {"page": 2}, headers={"HX-Request": "true", "HX-Target": "my-tasks"})
+    body = partial.content.decode()
+    assert body.lstrip().startswith('<div class="card flush" id="my-tasks">')
+    assert "<html" not in body and "Your submitted tasks" not in body
