@@ -97,6 +97,19 @@ def _in_setup(figures):
 
 def data_version(project: Project) -> str:
     """A fingerprint of everything the reports read, in two queries."""
+    return data_versions(project)[0]
+
+
+# The figures that move with the labels alone: label sets submitted or reopened, revisions,
+# a lead's decisions.
+LABEL_FIGURES = frozenset({"v_submitted", "v_revisions", "v_decisions"})
+
+
+def data_versions(project: Project) -> tuple[str, str]:
+    """(data version, content version), from the same two queries. The content version
+    leaves the labels out (LABEL_FIGURES): what is derived from the answers, claims and
+    variants alone (the blinding check) is kept while reviewers label, instead of being
+    derived again after every submission."""
     numbers_sql, numbers_params, content_sql, content_params = _statements(connection.vendor)
 
     def at(params: tuple) -> list:
@@ -104,10 +117,16 @@ def data_version(project: Project) -> str:
 
     with connection.cursor() as cursor:
         cursor.execute(numbers_sql, at(numbers_params))
-        digest = hashlib.sha256(repr(cursor.fetchone()).encode())
+        figures = cursor.fetchone()
+        names = [column[0] for column in cursor.description]
         cursor.execute(content_sql, at(content_params))
-        digest.update(repr(cursor.fetchall()).encode())
-    return digest.hexdigest()
+        content = repr(cursor.fetchall()).encode()
+    data = hashlib.sha256(repr(figures).encode())
+    data.update(content)
+    unlabelled = tuple(v for n, v in zip(names, figures, strict=True) if n not in LABEL_FIGURES)
+    without_labels = hashlib.sha256(repr(unlabelled).encode())
+    without_labels.update(content)
+    return data.hexdigest(), without_labels.hexdigest()
 
 
 # Stands for the project's pk while the two statements are compiled, once per process: the
@@ -189,20 +208,29 @@ class ProjectReports:
     def __init__(self, project: Project, version: str | None = None) -> None:
         self.project = project
         self._version = version
+        self._content_version: str | None = None
 
     @property
     def version(self) -> str:
         if self._version is None:
-            self._version = data_version(self.project)
+            self._version, self._content_version = data_versions(self.project)
         return self._version
 
-    def get(self, what: Hashable, compute: Callable[[], T]) -> T:
+    @property
+    def content_version(self) -> str:
+        if self._content_version is None:
+            self._version, self._content_version = data_versions(self.project)
+        return self._content_version
+
+    def get(self, what: Hashable, compute: Callable[[], T], *, labels: bool = True) -> T:
         """The report ``what`` at the project's current data version, computed by
         ``compute`` when it is not kept yet. The result is shared with every later reader:
-        treat it as read-only."""
+        treat it as read-only. ``labels=False`` for a report that reads no label: it is kept
+        under the content version, across submissions and decisions."""
         if not getattr(settings, "CLAIMDESK_REPORT_CACHE", True):
             return compute()
-        key = (self.project.pk, self.version, what)
+        version = self.version if labels else ("content", self.content_version)
+        key = (self.project.pk, version, what)
         now = time.monotonic()
         with _lock:
             entry = _entries.get(key)

@@ -213,3 +213,44 @@ def test_an_open_project_s_version_does_not_scan_its_claims(labelled):
     assert claim_scans() and all("never executed" in line for line in claim_scans())
     Project.objects.filter(pk=labelled.pk).update(state=Project.State.DRAFT)
     assert not any("never executed" in line for line in claim_scans())
+
+
+def test_the_content_version_moves_with_the_answers_not_with_the_labels(labelled, lead):
+    """What reads no label (the blinding check) is kept while reviewers submit and leads
+    decide; a change of the answers themselves still moves it."""
+    from annotate.report_cache import LABEL_FIGURES, _statements, data_versions
+
+    numbers_sql = _statements("postgresql")[0] + _statements("sqlite")[0]
+    assert all(f'AS "{name}"' in numbers_sql for name in LABEL_FIGURES)
+    data, content = data_versions(labelled)
+    assert data != content and data == report_cache.data_version(labelled)
+    decide_support(labelled, lead)
+    decided, unchanged = data_versions(labelled)
+    assert decided != data and unchanged == content
+    free = (
+        Assignment.objects.filter(project=labelled, status=Assignment.Status.SUBMITTED)
+        .exclude(answer__adjudication__isnull=False)
+        .first()
+    )
+    Assignment.objects.filter(pk=free.pk).update(undo_until=timezone.now() + timedelta(minutes=5))
+    reopen_task(assignment=free)
+    assert data_versions(labelled)[1] == content
+    # the answers change: a passage goes, and with it what the screen shows
+    Passage.objects.filter(project=labelled).first().delete()
+    assert data_versions(labelled)[1] != content
+
+
+def test_the_set_up_page_checks_blinding_once_while_reviewers_label(
+    client, labelled, lead, monkeypatch
+):
+    from annotate import selectors
+
+    checks = project_calls(monkeypatch, selectors, "blinding_check")
+    lead.set_password(PASSWORD)
+    lead.save()
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("project_setup", args=[labelled.slug])
+    assert client.get(url).status_code == 200
+    decide_support(labelled, lead)  # the labels move on ...
+    assert client.get(url).status_code == 200
+    assert checks == [labelled.slug]  # ... the answers did not
