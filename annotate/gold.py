@@ -440,6 +440,9 @@ def adjudication_queue(
 
 
 JUDGE_DEV_SHARE = 0.3
+# What a judge's calibration is measured on: the measuring split by default.
+SPLITS = ("judge_test", "judge_dev", "all")
+DEFAULT_SPLIT = "judge_test"
 
 
 def judge_split(case_id: str) -> str:

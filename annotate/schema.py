@@ -24,6 +24,7 @@ SCALES: dict[str, tuple[str, ...]] = {
     "binary": (SUPPORTED, UNSUPPORTED),
 }
 BINARY = SCALES["binary"]
+RELEVANCE = (0, 1, 2)  # an answer's relevance: off-topic, partial, direct (RELEVANCE_RUBRIC)
 CLAIM_FIELDS = ("severity", "requires_evidence", "evidence", "citations")
 ANSWER_FIELDS = ("relevance", "abstention", "failure_labels")
 SCHEMA_KEYS = ("support", "claim_fields", "answer_fields")

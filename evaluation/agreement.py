@@ -13,10 +13,11 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from annotate.schema import RELEVANCE  # the scale lives with the label schema
+
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")
 SUPPORT_BINARY = ("supported", "unsupported")
 SEVERITY = ("none", "minor", "major", "critical")
-RELEVANCE = (0, 1, 2)
 CITATION = ("supports", "does_not_support", "citation_not_found")
 ABSTENTION = ("appropriate", "unnecessary")
 REQUIRES_EVIDENCE = (True, False)

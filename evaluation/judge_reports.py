@@ -34,7 +34,7 @@ from django.db.models.functions import Length
 from django.urls import NoReverseMatch, reverse
 from scipy.stats import binomtest
 
-from annotate.gold import ItemPair, judge_split, pairs_for_project
+from annotate.gold import DEFAULT_SPLIT, SPLITS, ItemPair, judge_split, pairs_for_project
 from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import BINARY, UNSUPPORTED, support_binary
 from evaluation.agreement import (
@@ -55,8 +55,6 @@ from evaluation.calibration import (
 from evaluation.judges import same_model
 from evaluation.models import JudgeRun, Verdict
 
-SPLITS = ("judge_test", "judge_dev", "all")
-DEFAULT_SPLIT = "judge_test"
 SUPPORTED = "supported"
 OK, MALFORMED, TIMEOUT = Verdict.Status.OK, Verdict.Status.MALFORMED, Verdict.Status.TIMEOUT
 

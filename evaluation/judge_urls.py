@@ -1,13 +1,14 @@
 """Model-judge pages, included under p/<slug:slug>/judges/ by config.urls. The views are
-imported on their first request (config.lazy): they carry the statistics stack."""
+imported on their first request (config.lazy): a run's and a comparison's pages carry the
+statistics stack; the list of runs and the upload do not."""
 
 from django.urls import path
 
 from config.lazy import lazy
 
 urlpatterns = [
-    path("", lazy("evaluation.judge_views.judges"), name="judges"),
-    path("upload/", lazy("evaluation.judge_views.judge_upload"), name="judge_upload"),
+    path("", lazy("evaluation.judge_list_views.judges"), name="judges"),
+    path("upload/", lazy("evaluation.judge_list_views.judge_upload"), name="judge_upload"),
     path("compare/", lazy("evaluation.judge_views.judge_compare"), name="judge_compare"),
     path("few-shot.jsonl", lazy("evaluation.judge_views.judge_few_shot"), name="judge_few_shot"),
     path("<int:run_pk>/", lazy("evaluation.judge_views.judge_run"), name="judge_run"),

@@ -10,74 +10,22 @@ from __future__ import annotations
 import itertools
 import json
 
-from django import forms
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from annotate import csvsafe
-from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Role
 from annotate.paging import paginate
-from annotate.uploads import validate_upload_size
 from annotate.views import project_view
 from evaluation import charts, judge_reports
 from evaluation.agreement_views import short_label
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
-from evaluation.judges import self_judged_counts
+from evaluation.judge_list_views import CompareForm, SplitForm
 from evaluation.models import JudgeRun
 from evaluation.reports import csv_value
 from jobs import reports as stored_reports
-from jobs import services as jobs
-from jobs import views as job_views
-from jobs.models import Job
-
-SPLIT_CHOICES = [
-    ("judge_test", "judge_test (measuring)"),
-    ("judge_dev", "judge_dev (prompt writing)"),
-    ("all", "all gold"),
-]
-
-
-class JudgeRunUploadForm(forms.Form):
-    file = forms.FileField(
-        label="Judge run",
-        help_text="JSONL: a run line, then one verdict per line (see docs/judge-runs.md).",
-        widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.json,.ndjson,.txt"}),
-        error_messages={"required": "Choose a judge-run file (.jsonl) to upload."},
-        validators=[validate_upload_size],
-    )
-    name = forms.CharField(
-        required=False,
-        max_length=JudgeRun._meta.get_field("name").max_length,
-        help_text="Empty: the file's `judge`. Give a new name to import a second run of it.",
-    )
-
-
-class SplitForm(forms.Form):
-    split = forms.ChoiceField(choices=SPLIT_CHOICES, required=False)
-
-    def chosen_split(self) -> str:
-        if self.is_valid() and self.cleaned_data["split"]:
-            return self.cleaned_data["split"]
-        return judge_reports.DEFAULT_SPLIT
-
-
-class CompareForm(SplitForm):
-    a = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), label="Run A")
-    b = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), label="Run B")
-
-    def __init__(self, *args, runs, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["a"].queryset = runs
-        self.fields["b"].queryset = runs
-
-    def clean(self):
-        data = super().clean()
-        if data.get("a") and data.get("a") == data.get("b"):
-            raise forms.ValidationError("Choose two different runs.")
-        return data
 
 
 def _run_or_404(project, run_pk: int) -> JudgeRun:
@@ -192,60 +140,6 @@ def calibration_charts(report: dict) -> dict:
             short=[short_label(label) for label in confusion["labels"]],
         ),
     }
-
-
-def _runs_context(project, role, *, form=None, bundle_errors=None) -> dict:
-    runs = list(
-        JudgeRun.objects.filter(project=project).with_counts().select_related("imported_by")
-    )
-    counts = self_judged_counts(project, runs)
-    for run in runs:
-        run.n_self_judged = counts[run.pk]
-    return {
-        "project": project,
-        "role": role,
-        "runs": runs,
-        "form": form or JudgeRunUploadForm(),
-        "compare_form": CompareForm(runs=JudgeRun.objects.filter(project=project)),
-        "bundle_errors": bundle_errors,
-    }
-
-
-@require_GET
-@project_view(Role.LEAD)
-def judges(request, project, role):
-    return render(request, "evaluation/judges.html", _runs_context(project, role))
-
-
-@require_POST
-@project_view(Role.LEAD)
-def judge_upload(request, project, role):
-    """A judge run's file is stored and imported by a worker, as bundles are: a run of 100,000
-    verdicts takes seconds to check and write, too long to hold a request for. A run already
-    imported when this answers (CLAIMDESK_TASKS=immediate, or a quick worker) goes straight to
-    its page; a refused one shows every problem by line on the form."""
-    form = JudgeRunUploadForm(request.POST, request.FILES)
-    bundle_errors: BundleInvalid | None = None
-    if form.is_valid():
-        try:
-            job = jobs.start_import(
-                kind=Job.Kind.JUDGE_IMPORT,
-                user=request.user,
-                upload=form.cleaned_data["file"],
-                slug=project.slug,
-                project=project,
-                params={"name": form.cleaned_data["name"]},
-            )
-        except jobs.EmptyUpload as exc:
-            form.add_error("file", str(exc))
-        else:
-            response, bundle_errors = job_views.after_upload(request, job, form)
-            if response is not None:
-                return response
-    context = _runs_context(project, role, form=form, bundle_errors=bundle_errors)
-    if request.htmx:  # htmx swaps only 2xx responses
-        return render(request, "evaluation/judges.html#upload-form", context)
-    return render(request, "evaluation/judges.html", context, status=400)
 
 
 # The run page's per-item tables: shown a page at a time, filterable, in full as CSV.

@@ -36,8 +36,7 @@ from annotate.bundles import (
     too_long,
 )
 from annotate.models import Answer, Claim, Passage, Project, Variant
-from annotate.schema import SCALES, UNSUPPORTED
-from evaluation.agreement import RELEVANCE
+from annotate.schema import RELEVANCE, SCALES, UNSUPPORTED
 from evaluation.models import JudgeRun, Verdict
 
 # A judge may answer on the three-way scale or the binary one (supported / unsupported) in

@@ -84,3 +84,16 @@ def test_the_report_pages_read_stored_reports_without_numpy(tmp_path):
     imported it at the top: 31 and 25 MB of a worker that only showed the pages."""
     loaded = probe(tmp_path, "import evaluation.agreement_views, evaluation.views  # noqa")
     assert loaded == []
+
+
+def test_the_judges_page_and_its_upload_load_no_statistics_library(tmp_path):
+    """The list of runs, the upload form and the upload's answer compute no statistic; in
+    the run pages' module they took a web worker from 80 to 204 MB on the first view."""
+    loaded = probe(
+        tmp_path,
+        "from django.urls import resolve\n"
+        'for path in ("/p/x/judges/", "/p/x/judges/upload/"):\n'
+        "    resolve(path).func.view  # the lazy view's real module, imported\n"
+        'assert "evaluation.judge_list_views" in sys.modules',
+    )
+    assert loaded == []
