@@ -33,6 +33,11 @@ class LazyView:
         # not import anything, so the lazy view has none.
         if name in ("dotted", "as_view", "view", "view_class") or name.startswith("__"):
             raise AttributeError(name)
+        # drf-spectacular asks every pattern of the site for `cls` to find the API's views; a
+        # function view (lazy(), never a DRF one) has none, and answering must not import the
+        # statistics pages' modules: the schema's worker went to 200 MB for it.
+        if name == "cls" and not self.as_view:
+            raise AttributeError(name)
         return getattr(self.view, name)
 
     def __repr__(self) -> str:
@@ -40,7 +45,7 @@ class LazyView:
 
 
 def lazy(dotted: str) -> LazyView:
-    """A function view, imported on first use."""
+    """A plain Django function view (not DRF's @api_view), imported on first use."""
     return LazyView(dotted)
 
 

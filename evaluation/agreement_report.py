@@ -36,8 +36,8 @@ from evaluation.agreement import (
     field_agreement_encoded,
     kappa_from_confusion,
 )
+from evaluation.reports import AGREEMENT_SLICES as SLICES
 
-SLICES = ("all", "answerable", "unanswerable", "adversarial")
 CLAIM_REPORT_FIELDS = ("support", "support_binary", "severity", "requires_evidence", "citation")
 ANSWER_REPORT_FIELDS = ("relevance", "abstention")
 # The schema field each report field belongs to.

@@ -24,10 +24,11 @@ from annotate.api.views import (
     upload_lines,
 )
 from annotate.bundles import BundleInvalid
-from evaluation import judge_reports, reports
-from evaluation.agreement_report import SLICES as AGREEMENT_SLICES
+from annotate.gold import DEFAULT_SPLIT, SPLITS
+from evaluation import reports
 from evaluation.judges import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
+from evaluation.reports import AGREEMENT_SLICES
 from jobs import reports as stored_reports
 
 REPORT = OpenApiResponse(
@@ -162,9 +163,7 @@ class JudgeRunImportSerializer(serializers.Serializer):
 
 
 class CalibrationQuerySerializer(serializers.Serializer):
-    split = serializers.ChoiceField(
-        choices=judge_reports.SPLITS, required=False, default=judge_reports.DEFAULT_SPLIT
-    )
+    split = serializers.ChoiceField(choices=SPLITS, required=False, default=DEFAULT_SPLIT)
 
 
 class CalibrationSerializer(serializers.Serializer):

@@ -95,6 +95,9 @@ from evaluation.metrics import (
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_COMPARE_K = 5  # the page's comparison of its first two variants, unless asked
 SLICES = ("all", "answerable", "unanswerable", "adversarial", "dev", "heldout")
+# The agreement report's slices (evaluation.agreement_report): named here, where reading them
+# loads no statistics library (the API's filters need the names, not the report).
+AGREEMENT_SLICES = SLICES[:4]
 STAGE_SLICES = ("answerable", "adversarial", "dev", "heldout")
 RANKINGS = ("full", "in_prompt")
 RETRIEVAL_METRICS = ("recall", "precision", "mrr", "ndcg")

@@ -97,3 +97,17 @@ def test_the_judges_page_and_its_upload_load_no_statistics_library(tmp_path):
         'assert "evaluation.judge_list_views" in sys.modules',
     )
     assert loaded == []
+
+
+def test_the_api_schema_loads_no_statistics_library(tmp_path):
+    """drf-spectacular walks every pattern of the site asking for `cls`; a lazy function view
+    answered by importing its module, the statistics pages' included (200 MB for the schema
+    behind /api/docs/). The schema is generated whole all the same."""
+    loaded = probe(
+        tmp_path,
+        "from drf_spectacular.generators import SchemaGenerator\n"
+        "schema = SchemaGenerator().get_schema(request=None, public=True)\n"
+        'assert "/api/v1/projects/{slug}/judge-runs/{run_id}/calibration/" in schema["paths"]\n'
+        'assert "/api/v1/projects/{slug}/agreement/" in schema["paths"]',
+    )
+    assert loaded == []
