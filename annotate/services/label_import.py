@@ -205,7 +205,7 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 class _KnownAnswers:
     """The project's answers a label file names, read as the file names them: each with its
     claims, citations and passages (to check the labels against), the assignments already
-    on it (reviewer's pk -> assignment's pk) and how many of those hold it."""
+    on them ((answer's pk, reviewer's pk) -> assignment's pk) and how many hold each."""
 
     def __init__(self, project: Project):
         self.project = project
