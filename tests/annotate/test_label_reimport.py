@@ -128,3 +128,20 @@ def test_imported_label_sets_are_whole_and_audited():
             for cited, verdict in given.get("citations", {}).items():
                 assert label.citations[cited] == verdict
         assert [c["index"] for c in revision.labels["claims"]] == sorted(stored)
+
+
+def test_an_import_says_when_its_checking_is_done_and_the_writing_starts():
+    """A worker's job shows the stage: the progress callback hears ("writing", 0) once every
+    line is checked and before anything is written; a refused file never gets there."""
+    project = _opened_demo("progress")
+    lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
+    heard = []
+
+    def progress(step, rows):
+        heard.append((step, rows, Assignment.objects.filter(project=project).count()))
+
+    with pytest.raises(BundleInvalid):
+        import_labels(lines=[b'{"answer_id": "nope"}'], project=project, progress=progress)
+    assert heard == []
+    import_labels(lines=lines, project=project, progress=progress)
+    assert heard == [("writing", 0, 0)]
