@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Value
+from django.db.models import (
+    Count,
+    Exists,
+    FilteredRelation,
+    OuterRef,
+    Prefetch,
+    Q,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
@@ -208,19 +217,25 @@ CASE_FIELDS_NOT_SHOWN = (
 
 @dataclass
 class ClaimToSave:
-    """What a draft save of one claim reads: the claim, its citations, and those of the
-    posted evidence passages that are on the task's screen (the quote is checked against
-    them). Nothing about the other claims: the reply carries only this claim's state."""
+    """What a draft save of one claim reads: the claim, its citations, the reviewer's label of
+    it as stored (None before its first save), and those of the posted evidence passages that
+    are on the task's screen (the quote is checked against them). Nothing about the other
+    claims: the reply carries only this claim's state."""
 
     claim: Claim
     citations: list[Citation]
     shown: dict[str, Passage]
+    label: ClaimLabel | None
 
 
 def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSave | None:
+    """Read after `assignment` (the save relies on that order: see save_claim_label's
+    `stored`). The label comes joined to its claim, not in a query of its own."""
     # The checks need to know whether a citation resolves (passage_id), not its passage.
     claim = (
         Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
+        .annotate(mine=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
+        .select_related("mine")
         .prefetch_related("citations")
         .first()
     )
@@ -237,7 +252,9 @@ def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSa
             passage_id__in=list(evidence_ids),
         )
         shown = {p.passage_id: p for p in on_screen}
-    return ClaimToSave(claim, list(claim.citations.all()), shown)
+    # A FilteredRelation joined with select_related sets its attribute only when a row matched.
+    label = getattr(claim, "mine", None)
+    return ClaimToSave(claim, list(claim.citations.all()), shown, label)
 
 
 def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:

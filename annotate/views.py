@@ -276,6 +276,7 @@ def save_claim(request, project, role, assignment, index):
             data=form.label_data(),
             shown=target.shown,
             version=_version(request),
+            stored=target.label,
         )
     except services.StaleDraft as exc:
         if not request.htmx:

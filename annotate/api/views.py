@@ -751,6 +751,7 @@ class ClaimDraft(TaskView):
                 data=data,
                 shown=screen.shown,
                 version=version,
+                stored=row.label,
             )
         except services.StaleDraft as exc:
             current = s.ClaimLabelSerializer(exc.current, context={"schema": schema}).data

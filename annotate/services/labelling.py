@@ -94,9 +94,10 @@ def _touch(assignment: Assignment, now) -> None:
     assignment.touched_at = now
 
 
-def _locked_and_touched(assignment: Assignment, now) -> Assignment:
+def _locked_and_touched(assignment: Assignment, now) -> tuple[Assignment, bool]:
     """The assignment locked for this transaction, editable, and touched at `now`: a draft
-    save's write of the assignment, done first so that it is also the lock.
+    save's write of the assignment, done first so that it is also the lock. The flag says
+    whether the row was still as the caller read it.
 
     The caller read the row a moment ago (the request's own query). When it is still as read
     (in progress, touched when it was read), one conditional UPDATE, computed from what was
@@ -116,13 +117,13 @@ def _locked_and_touched(assignment: Assignment, now) -> Assignment:
             # A copy: the caller's stays as read should the transaction roll back.
             touched = copy.copy(assignment)
             touched.touched_at, touched.seconds_spent = now, spent
-            return touched
+            return touched, True
     locked = _locked(assignment)
     _editable(locked)
     _touch(locked, now)
     locked.skip_history_when_saving = True  # a draft save is no audit event
     locked.save(update_fields=["seconds_spent", "touched_at"])
-    return locked
+    return locked, False
 
 
 def _editable(assignment: Assignment) -> None:
@@ -256,11 +257,6 @@ def check_answer_label(
 # project rows deadlocked with reviewers taking tasks (the answers' rows) at the same time.
 
 
-def _claim_label_for(assignment: Assignment, claim: Claim) -> ClaimLabel:
-    label, _ = ClaimLabel.objects.get_or_create(assignment=assignment, claim=claim)
-    return label
-
-
 def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, str]:
     """Unresolvable citations are labelled citation_not_found automatically, and locked (where
     the project labels citations at all)."""
@@ -271,6 +267,9 @@ def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, st
     }
 
 
+NOT_READ = object()  # save_claim_label's `stored` when the caller did not read the label
+
+
 @transaction.atomic
 def save_claim_label(
     *,
@@ -279,6 +278,7 @@ def save_claim_label(
     data: dict,
     shown: dict[str, Passage] | None = None,
     version: int | None = None,
+    stored: ClaimLabel | None | object = NOT_READ,
 ) -> tuple[ClaimLabel, LabelErrors]:
     """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
     lost) and reported; submission refuses until they are fixed. `shown` is the answer's
@@ -288,12 +288,21 @@ def save_claim_label(
     the stored label has moved on, StaleDraft is raised and nothing is written. None skips
     the check (scripts written before versions existed).
 
+    `stored` is the reviewer's label of this claim as the caller read it, after reading
+    `assignment` (None: there was none yet). Every change to the labels of a task moves its
+    assignment's touched_at or status, so when the assignment is still as read, so is that
+    label, and it is written without being read again; otherwise (or left out) it is read
+    under the assignment's lock.
+
     The label returned holds the assignment as locked and written (its save time)."""
     if claim.answer_id != assignment.answer_id:
         raise ServiceError("That claim is not part of this task.")
-    assignment = _locked_and_touched(assignment, timezone.now())
+    assignment, as_read = _locked_and_touched(assignment, timezone.now())
     # The assignment's row lock serialises every save of its labels: no lock on the label.
-    label = ClaimLabel.objects.filter(assignment=assignment, claim=claim).first()
+    if as_read and stored is not NOT_READ:
+        label = stored
+    else:
+        label = ClaimLabel.objects.filter(assignment=assignment, claim=claim).first()
     if version is not None and version != (label.version if label else 0):
         if label is None:
             label = ClaimLabel(assignment=assignment, claim=claim)

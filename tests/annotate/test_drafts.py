@@ -12,6 +12,8 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -132,6 +134,52 @@ def test_a_claim_draft_from_a_row_that_moved_since_it_was_read_counts_from_the_s
     # and what the request read is left as read
     assert read.seconds_spent == 0
     assert save_claim_label(assignment=stored, claim=other, data={"note": "x"})[0].version == 1
+
+
+@pytest.mark.django_db
+def test_a_label_read_with_the_request_is_written_as_read_while_the_task_is_unchanged(
+    alice_task,
+):
+    """The page's save reads the label with its claim, after the assignment: when the
+    assignment is still as read, nothing can have changed the label since, and it is
+    written without being read again."""
+    claim = alice_task.answer.claims.get(ordinal=0)
+    save_claim_label(assignment=alice_task, claim=claim, data={"note": "first"})
+    read = Assignment.objects.get(pk=alice_task.pk)
+    stored = ClaimLabel.objects.get(assignment=alice_task, claim=claim)
+    with CaptureQueriesContext(connection) as captured:
+        label, _ = save_claim_label(
+            assignment=read, claim=claim, data={"support": "supported"}, stored=stored, version=1
+        )
+    # the label's write, and no read of it
+    on_labels = [q["sql"][:29] for q in captured if '"annotate_claimlabel"' in q["sql"]]
+    assert on_labels == ['UPDATE "annotate_claimlabel" '], on_labels
+    assert (label.version, label.note, label.support) == (2, "first", "supported")
+    again = ClaimLabel.objects.get(pk=stored.pk)
+    assert (again.version, again.note, again.support) == (2, "first", "supported")
+
+
+@pytest.mark.django_db
+def test_a_label_read_before_another_tab_saved_is_read_again_not_written_back(alice_task):
+    """The request read the assignment and the label, then another tab saved the same claim:
+    the assignment has moved, so the label is read again under the lock. The other tab's
+    note is kept (a blind write of the older label would put the old note back), and the
+    version counts both saves."""
+    claim = alice_task.answer.claims.get(ordinal=0)
+    save_claim_label(assignment=alice_task, claim=claim, data={"note": "first"})
+    read = Assignment.objects.get(pk=alice_task.pk)  # this request's reads
+    stale = ClaimLabel.objects.get(assignment=alice_task, claim=claim)
+    other_tab = Assignment.objects.get(pk=alice_task.pk)
+    save_claim_label(assignment=other_tab, claim=claim, data={"note": "the other tab's"})
+    label, _ = save_claim_label(
+        assignment=read, claim=claim, data={"support": "supported"}, stored=stale
+    )
+    again = ClaimLabel.objects.get(pk=stale.pk)
+    assert (again.version, again.note, again.support) == (3, "the other tab's", "supported")
+    # with the version it was made from, the same save is refused as stale, showing the newer
+    with pytest.raises(StaleDraft) as refused:
+        save_claim_label(assignment=read, claim=claim, data={"note": "x"}, stored=stale, version=1)
+    assert refused.value.current.version == 3
 
 
 @pytest.mark.django_db

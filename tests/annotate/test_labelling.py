@@ -420,8 +420,9 @@ def test_the_labelling_page_costs_nine_queries_and_little_html_per_claim(
 @pytest.mark.django_db
 def test_a_draft_save_reads_only_its_own_claim(client, open_team, reviewer_a):
     """Whatever the task's size, a draft save costs the same few queries: session, user,
-    assignment; the claim, its citations, the chosen passages; the assignment's write (which
-    is also its lock), the label, and the label's write. Its reply is that claim alone."""
+    assignment; the claim with its label, its citations, the chosen passages; the
+    assignment's write (which is also its lock) and the label's write. Its reply is that
+    claim alone."""
     client_for(client, reviewer_a)
     counts = []
     for number, (claims, passages) in enumerate(((1, 1), (60, 10)), start=1):
@@ -441,9 +442,12 @@ def test_a_draft_save_reads_only_its_own_claim(client, open_team, reviewer_a):
         assert reply.content.decode().count('id="claim-span-') == 1
         assert len(reply.content) < 2000
         Assignment.objects.filter(pk=assignment.pk).update(status="released")
-    assert len(counts[0]) == len(counts[1]) == 9, counts[1]
+    assert len(counts[0]) == len(counts[1]) == 8, counts[1]
     # no SELECT ... FOR UPDATE: the assignment's row is locked by its own conditional write
     assert not any("FOR UPDATE" in sql for sql in counts[1]), counts[1]
+    # the label is read with its claim, before the transaction, not again inside it
+    label_reads = [sql for sql in counts[1] if sql.startswith('SELECT "annotate_claimlabel"')]
+    assert not label_reads, label_reads
 
 
 @pytest.mark.django_db

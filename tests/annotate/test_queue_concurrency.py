@@ -188,8 +188,9 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
 
 def test_two_tabs_saving_one_claim_at_once_write_it_once_and_count_time_once(crowded_project):
     """Two tabs of one reviewer save the same claim from the same version at the same moment,
-    each from the assignment as its request read it: one save lands, the other is told the
-    label moved on; neither writes over the other, and the time between is counted once."""
+    each from the assignment (and the claim's label: none yet) as its request read it: one
+    save lands, the other is told the label moved on; neither writes over the other, and the
+    time between is counted once."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -211,7 +212,11 @@ def test_two_tabs_saving_one_claim_at_once_write_it_once_and_count_time_once(cro
         def save(read, support, claim=claim):
             try:
                 return save_claim_label(
-                    assignment=read, claim=claim, data={"support": support}, version=0
+                    assignment=read,
+                    claim=claim,
+                    data={"support": support},
+                    version=0,
+                    stored=None,
                 )[0].support
             except StaleDraft:
                 return "stale"
