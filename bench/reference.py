@@ -19,8 +19,9 @@ boundaries, the adjudication queue) and ten decisions in turn, then the gold exp
 import and the bundle import. Query counts come from the X-Query-Count header that
 CLAIMDESK_QUERY_COUNT_HEADER adds to every response (only here).
 
-It prints one table and the load average; it asserts nothing about time (benchmarks measure;
-tests assert behaviour).
+It prints one table, the machine's speed (a fixed Python loop, timed before and after) and
+the load average; it asserts nothing about time (benchmarks measure; tests assert
+behaviour).
 """
 
 from __future__ import annotations
@@ -496,7 +497,30 @@ def traffic(clients: list[Browser], seconds: float) -> int:
     return done[0]
 
 
+LOOP = (
+    "import time; t = time.perf_counter(); [0 for _ in range(10_000_000)]; "
+    "print(time.perf_counter() - t)"
+)
+
+
+def machine_speed() -> str:
+    """How fast this machine runs Python now: the same 10-million-step loop, three times, in
+    fresh interpreters. The figures of two runs (two machines, or one machine on a busy day:
+    these shared machines' speed moves by half from day to day) compare only in its
+    proportion."""
+    runs = [
+        float(subprocess.run([sys.executable, "-c", LOOP], capture_output=True, check=True).stdout)
+        for _ in range(3)
+    ]
+    return f"{min(runs):.2f}-{max(runs):.2f} s"
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
+    speed_before, load_before = machine_speed(), load_average()
     figures = build()
     lines, import_seconds, import_bytes = figures["import"]
     server = start_server()
@@ -669,7 +693,11 @@ def main() -> None:
     print()
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    print(f"\nload average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"\nmachine: a 10M-step Python loop took {speed_before} before the run, "
+        f"{machine_speed()} after it\nload average: {load_before} before the run, "
+        f"{load_average()} after it"
+    )
 
 
 if __name__ == "__main__":
