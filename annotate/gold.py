@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from django.db.models import Count, TextField
+from django.db.models import Count, Max, Sum, TextField
 from django.db.models.functions import Cast
 
 from annotate import collector
@@ -380,27 +380,113 @@ class PairSummary:
 def pair_summary(project: Project) -> PairSummary:
     """Derive every pair of the project, QUEUE_CHUNK answers at a time, keeping only the
     summary: deriving a 10,000-answer project at once took a worker from 59 to 203 MB.
-    Queries: the doubly-labelled answers, then three per chunk."""
-    summary = PairSummary()
-    rows = list(doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n"))
-    split_of = {pk: judge_split(case_id) for pk, case_id, _ in rows}
-    summary.beyond_two = sum(n > 2 for *_, n in rows)
-    pks = [pk for pk, *_ in rows]
+    Queries: the doubly-labelled answers, then four per chunk."""
+    label_sets = dict(doubly_labelled(project).values_list("answer_id", "n"))
+    return summary_of(answer_shares(project, label_sets))
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerShare:
+    """One doubly-labelled answer's part of its project's PairSummary: every part of the
+    summary is a sum over answers, so a summary can be kept as its answers' shares and only
+    the shares of answers whose labels changed derived again (see label_states)."""
+
+    split: str
+    answer_state: str
+    claim_states: tuple[int, int, int]  # claim pairs agreed, adjudicated, pending
+    score: int
+    pending_fields: frozenset[str]
+    beyond_two: bool
+
+
+_STATES = (AGREED, ADJUDICATED, PENDING)
+
+
+def answer_shares(project: Project, label_sets: dict[int, int]) -> dict[int, AnswerShare]:
+    """The shares of the answers in `label_sets` (answer pk -> its submitted label sets),
+    QUEUE_CHUNK answers at a time: four queries a chunk."""
+    pks = list(label_sets)
+    shares = {}
     for start in range(0, len(pks), QUEUE_CHUNK):
-        answer_pairs, claim_pairs = pairs_for_project(
-            project, answer_ids=pks[start : start + QUEUE_CHUNK]
-        )
-        for pair in answer_pairs:
-            summary.answers[pair_state(pair)] += 1
+        chunk = pks[start : start + QUEUE_CHUNK]
+        split_of = {
+            pk: judge_split(case_id)
+            for pk, case_id in Answer.objects.filter(pk__any=chunk).values_list(
+                "pk", "case__case_id"
+            )
+        }
+        answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=chunk)
+        claim_states: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
         for pair in claim_pairs:
-            state = pair_state(pair)
-            summary.claims[state] += 1
-            summary.claims_by_split[split_of[pair.answer_id]][state] += 1
+            claim_states[pair.answer_id][_STATES.index(pair_state(pair))] += 1
+        scores: dict[int, int] = defaultdict(int)
+        pending: dict[int, set[str]] = defaultdict(set)
         for pair in (*answer_pairs, *claim_pairs):
             if pair.pending:
-                summary.scores[pair.answer_id] += disagreement_score(pair)
-                summary.fields[pair.answer_id].update(pair.pending)
+                scores[pair.answer_id] += disagreement_score(pair)
+                pending[pair.answer_id].update(pair.pending)
+        for pair in answer_pairs:
+            pk = pair.answer_id
+            shares[pk] = AnswerShare(
+                split=split_of[pk],
+                answer_state=pair_state(pair),
+                claim_states=tuple(claim_states[pk]),
+                score=scores[pk],
+                pending_fields=frozenset(pending[pk]),
+                beyond_two=label_sets[pk] > 2,
+            )
+    return shares
+
+
+def summary_of(shares: dict[int, AnswerShare]) -> PairSummary:
+    """The PairSummary of answers' shares (by answer pk)."""
+    summary = PairSummary()
+    for pk, share in shares.items():
+        summary.answers[share.answer_state] += 1
+        for state, n in zip(_STATES, share.claim_states, strict=True):
+            if n:
+                summary.claims[state] += n
+                summary.claims_by_split[share.split][state] += n
+        if share.pending_fields:
+            summary.scores[pk] = share.score
+            summary.fields[pk] = set(share.pending_fields)
+        summary.beyond_two += share.beyond_two
     return summary
+
+
+def label_states(project: Project) -> dict[int, tuple]:
+    """Every doubly-labelled answer of the project (by pk) with a key that changes whenever
+    its share may; the key starts with the answer's number of submitted label sets. A share
+    is derived from the answer's submitted label sets and its decisions (its claims, schema
+    and case are the project's content: see annotate.report_cache). A label set changes only
+    by being reopened (it leaves the submitted count) and submitted again (its revision
+    rises); label sets are added as assignments; decisions are never updated, only added.
+    Two queries, bounded by the project's submitted assignments and decisions."""
+    decided = {
+        answer_id: (n, last)
+        for answer_id, n, last in Decision.objects.filter(answer__project=project)
+        .values("answer_id")
+        .annotate(n=Count("pk"), last=Max("pk"))
+        .order_by()
+        .values_list("answer_id", "n", "last")
+    }
+    rows = (
+        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        .values("answer_id")
+        .annotate(
+            n=Count("pk"),
+            pks=Sum("pk"),
+            last=Max("pk"),
+            revisions=Sum("revision"),
+            latest=Max("revision"),
+        )
+        .filter(n__gte=2)
+        .order_by()
+    )
+    return {
+        row[0]: (*row[1:], decided.get(row[0]))
+        for row in rows.values_list("answer_id", "n", "pks", "last", "revisions", "latest")
+    }
 
 
 def pair_state(pair: ItemPair) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
@@ -68,9 +69,38 @@ def pair_summary(project: Project, reports: ProjectReports | None = None) -> gol
     """gold.pair_summary, kept per data version (annotate.report_cache): the gold page's
     counts, the adjudication queue and each of its filters read one derivation of every pair
     (at 10,000 answers each page's first view derived them all again, 1.1-1.3 s, and so did
-    every filter of the queue)."""
+    every filter of the queue). A new version -- every submission, every decision -- derives
+    again only the answers whose labels changed: the others' shares are kept (PairShares)."""
     reports = reports if reports is not None else reports_of(project)
-    return reports.get("pair-summary", lambda: gold.pair_summary(project))
+    shares = reports.get("pair-shares", PairShares, labels=False)
+    return reports.get("pair-summary", lambda: shares.summary(project))
+
+
+class PairShares:
+    """A project's answers' shares of its pair summary (gold.AnswerShare), each with the
+    label state it was derived from (gold.label_states). Kept under the project's content
+    version: a change to its claims, schema or cases starts again from nothing, and so does
+    the report cache's time limit. Shared by a process's threads, hence the lock; a thread
+    that finds another deriving waits for it rather than deriving the same answers twice."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shares: dict[int, tuple[tuple, gold.AnswerShare]] = {}
+
+    def summary(self, project: Project) -> gold.PairSummary:
+        with self._lock:
+            states = gold.label_states(project)
+            kept, changed = {}, {}
+            for pk, key in states.items():
+                held = self._shares.get(pk)
+                if held is not None and held[0] == key:
+                    kept[pk] = held
+                else:
+                    changed[pk] = key[0]  # its submitted label sets
+            for pk, share in gold.answer_shares(project, changed).items():
+                kept[pk] = (states[pk], share)
+            self._shares = kept
+            return gold.summary_of({pk: share for pk, (_, share) in kept.items()})
 
 
 def project_for(user, slug: str) -> tuple[Project, str] | None:

@@ -697,8 +697,9 @@ def gold_page(request, project, role):
             "project": project,
             "role": role,
             "form": form,
-            # Every pair of the project derived (1.1-1.3 s at 10,000 answers): kept until the
-            # labels or decisions change, and shared with the adjudication queue.
+            # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
+            # with the adjudication queue; after a submission or a decision only the answers
+            # that changed are derived again (selectors.PairShares).
             "counts": exports.gold_counts(project, summary=selectors.pair_summary(project)),
             "written_by_worker": exports.gold_size(project)
             > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,

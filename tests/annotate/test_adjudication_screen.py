@@ -291,9 +291,9 @@ def test_the_queue_page_has_a_fixed_number_of_queries(
     client = login(client, lead)
     client.get(queue_url(demo))
     report_cache.clear()
-    # computed: session, role, data version (2), the doubly-labelled answers (1), the pairs
-    # (3 a chunk: one chunk here) and the queue's answers (1)
-    with django_assert_max_num_queries(10):
+    # computed: session, user, role, data version (2), the answers' label states (2), their
+    # cases and pairs (4 a chunk: one chunk here) and the queue's answers (1)
+    with django_assert_max_num_queries(12):
         assert client.get(queue_url(demo, slice="answerable")).status_code == 200
     # kept: every further page and filter reads only the data version
     with django_assert_max_num_queries(5):

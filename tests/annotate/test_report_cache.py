@@ -159,8 +159,16 @@ def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
 ):
     """Deriving every pair took 1.1-1.3 s at 10,000 answers, and the gold page, the queue and
     each filter of the queue did it again. Now one derivation serves them all, until a
-    decision changes the data: then the next page derives once more, for all of them."""
-    derivations = project_calls(monkeypatch, gold, "pair_summary")
+    decision changes the data: then the next page derives again, for all of them -- only the
+    decided answer, the other answers' shares are kept."""
+    derived: list[set[int]] = []
+    real = gold.answer_shares
+
+    def counted(project, label_sets):
+        derived.append(set(label_sets))
+        return real(project, label_sets)
+
+    monkeypatch.setattr(gold, "answer_shares", counted)
     client.login(username=lead.username, password=PASSWORD)
     slug = labelled.slug
     pages = [
@@ -170,12 +178,67 @@ def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
     ]
     for url in pages[:3]:
         assert client.get(url).status_code == 200
-    assert derivations == [slug]
-    decide_support(labelled, lead)
+    doubly = set(gold.label_states(labelled))
+    assert derived == [doubly] and len(doubly) > 1
+    pair = decide_support(labelled, lead)
     assert client.get(pages[0]).status_code == 200
-    assert derivations == [slug, slug]
+    assert derived == [doubly, {pair.answer_id}]
     assert client.get(pages[1]).status_code == 200
-    assert derivations == [slug, slug]
+    assert derived == [doubly, {pair.answer_id}]
+
+
+def test_a_summary_kept_as_shares_is_the_summary_derived_afresh(
+    labelled, reviewer_a, reviewer_b, lead
+):
+    """After each kind of change to the labels -- a decision, a label set reopened and
+    submitted again with other labels, one reopened, an answer newly labelled twice -- the
+    summary built from kept shares and the answers that changed is the one derived from
+    nothing."""
+    from annotate import selectors
+    from annotate.models import Answer
+    from annotate.services import submit_labels
+    from tests.annotate.test_labelling import label_everything
+
+    reports = lambda: report_cache.reports_of(labelled)  # noqa: E731
+    summaries = []
+
+    def check():
+        kept = selectors.pair_summary(labelled, reports())
+        assert kept == gold.pair_summary(labelled)
+        summaries.append(kept)
+
+    check()
+    decide_support(labelled, lead)
+    check()
+    free = (
+        Assignment.objects.filter(project=labelled, reviewer=reviewer_a, status="submitted")
+        .exclude(answer__adjudication__isnull=False)
+        .order_by("pk")
+    )
+    Assignment.objects.filter(pk__in=[a.pk for a in free[:2]]).update(  # submitted just now
+        undo_until=timezone.now() + timedelta(minutes=5)
+    )
+    task, other = free[:2]
+    # reopened and submitted again with other labels, between two reads: the same label
+    # sets as before, one of them at its next revision
+    before = summaries[-1]
+    reopen_task(assignment=task)
+    task.refresh_from_db()
+    label_everything(task)  # every claim insufficient_evidence
+    assert not submit_labels(assignment=task)
+    check()
+    assert summaries[-1] != before
+    reopen_task(assignment=other)
+    check()  # that answer has one label set now: it leaves the summary
+    assert summaries[-1].answers.total() == summaries[-2].answers.total() - 1
+    unlabelled = Answer.objects.filter(project=labelled).exclude(assignments__status="submitted")
+    open_answer = unlabelled.first()
+    for reviewer in (reviewer_a, reviewer_b):
+        held = Assignment.objects.create(project=labelled, answer=open_answer, reviewer=reviewer)
+        label_everything(held)
+        assert not submit_labels(assignment=held)
+    check()
+    assert summaries[-1].answers.total() == summaries[-2].answers.total() + 1
 
 
 def test_the_cache_can_be_switched_off(labelled, settings):
