@@ -390,6 +390,9 @@ def cited(number: int) -> list[list[str]]:
     return [[c.cited_id for c in claim.citations.all()] for claim in claims]
 
 
+QUEUE_AND_GOLD = ("/p/big/adjudicate/", "/p/big/gold/")
+
+
 def adjudicate_in_turn(lead: Browser, queue_page: str, *, decisions: int) -> list[float]:
     """Decide `decisions` items one after the other, as a lead does: open the screen, choose
     reviewer A on every field, save, and follow the redirect to the next item. Returns each
@@ -647,6 +650,15 @@ def main() -> None:
                 f"adjudication decisions in turn ({len(decision_times)})",
                 f"p50 {p(decision_times, 0.5):.0f} ms · max {max(decision_times):.0f} ms "
                 "(each saves and finds the next item)",
+            )
+        )
+        # Each decision is a new data version: the pairs of the decided answers are derived
+        # again, the others' are kept (selectors.PairShares, per worker process).
+        after = [timed(lambda url=url: lead.get(url), n=1)[0][0] for url in QUEUE_AND_GOLD]
+        rows.append(
+            (
+                "adjudication queue, then gold page, after those decisions",
+                " · ".join(f"{ms:.0f} ms" for ms in after),
             )
         )
         rows.append(
