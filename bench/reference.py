@@ -15,9 +15,10 @@ Dockerfile's default is 3 sync workers) serves it, with a background worker besi
 docker-compose runs one. Once those processes are idle (they import Django on the same
 cores), the script logs in like a browser (CSRF cookie, form post, htmx headers) and
 measures: a reviewer's labelling, then a lead's pages (statistics, set-up, gold,
-boundaries, the adjudication queue) and ten decisions in turn, then the gold export, a label
-import and the bundle import. Query counts come from the X-Query-Count header that
-CLAIMDESK_QUERY_COUNT_HEADER adds to every response (only here).
+boundaries, the adjudication queue), ten decisions in turn, the queue and the gold page
+again, then the gold export, a label import and the bundle import. Query counts come from
+the X-Query-Count header that CLAIMDESK_QUERY_COUNT_HEADER adds to every response (only
+here).
 
 It prints one table, the machine's speed (a fixed Python loop, timed before and after) and
 the load average; it asserts nothing about time (benchmarks measure; tests assert
