@@ -330,19 +330,24 @@ def disagreement_score(pair: ItemPair) -> int:
     return score
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class AnswerDisagreement:
-    answer: Answer  # with its case's question and flags loaded, never its variant
+    """An answer in the adjudication queue, as the queue shows it: never its variant."""
+
+    answer_pk: int
+    task_number: int
+    question: str
     score: int
     fields: list[str]
 
 
-# The queue's slices, as the reports cut them: adversarial is the flag, whatever the
-# answerability, so an adversarial answerable case is in both.
+# The queue's slices, as the reports cut them (by the case's answerable and adversarial
+# flags): adversarial is the flag, whatever the answerability, so an adversarial answerable
+# case is in both.
 QUEUE_SLICES = {
-    "answerable": lambda case: case.answerable,
-    "unanswerable": lambda case: not case.answerable,
-    "adversarial": lambda case: case.adversarial,
+    "answerable": lambda answerable, adversarial: answerable,
+    "unanswerable": lambda answerable, adversarial: not answerable,
+    "adversarial": lambda answerable, adversarial: adversarial,
 }
 
 
@@ -509,20 +514,21 @@ def adjudication_queue(
     first (ties by task number); only those of one slice, or disagreeing on one field, when
     asked. From `summary` (pair_summary, derived here when not given: a caller that keeps it
     serves every filter of the queue, and the gold page, from one derivation), then one query
-    for the queue's answers."""
+    for the queue's answers, as values (model instances of a 10,000-answer project's 3,855
+    disagreeing answers took 100 ms, again after every decision and submission)."""
     summary = summary if summary is not None else pair_summary(project)
     scores, fields = summary.scores, summary.fields
-    answers = Answer.objects.filter(pk__any=list(scores)).select_related("case")
-    answers = answers.only(
+    answers = Answer.objects.filter(pk__any=list(scores)).values_list(
         "pk", "task_number", "case__question", "case__answerable", "case__adversarial"
     )
     keep = QUEUE_SLICES[slice] if slice else None
     queue = [
-        AnswerDisagreement(answer, scores[answer.pk], sorted(fields[answer.pk]))
-        for answer in answers
-        if (keep is None or keep(answer.case)) and (field is None or field in fields[answer.pk])
+        AnswerDisagreement(pk, number, question, scores[pk], sorted(fields[pk]))
+        for pk, number, question, answerable, adversarial in answers
+        if (keep is None or keep(answerable, adversarial))
+        and (field is None or field in fields[pk])
     ]
-    return sorted(queue, key=lambda d: (-d.score, d.answer.task_number or 0))
+    return sorted(queue, key=lambda d: (-d.score, d.task_number or 0))
 
 
 JUDGE_DEV_SHARE = 0.3

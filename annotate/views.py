@@ -467,7 +467,7 @@ def adjudication_queue(request, project, role):
             {
                 "item": item,
                 "fields": [selectors.field_word(f) for f in item.fields],
-                "question": item.answer.case.question,
+                "question": item.question,
             }
             for item in pager.items
         ],
@@ -589,7 +589,7 @@ def _queue_ahead(project, number: int) -> list[tuple[int, int]]:
         ("adjudication-queue", None, None),
         lambda: gold.adjudication_queue(project, summary=selectors.pair_summary(project, reports)),
     )
-    ahead = [(d.answer.pk, d.answer.task_number) for d in queue if d.answer.task_number != number]
+    ahead = [(d.answer_pk, d.task_number) for d in queue if d.task_number != number]
     return ahead[:UPCOMING_KEPT]
 
 

@@ -500,7 +500,7 @@ def with_fields_field(serializer_fields, field):
 
 
 class QueueItemSerializer(serializers.Serializer):
-    task_number = serializers.IntegerField(source="answer.task_number")
+    task_number = serializers.IntegerField()
     score = serializers.IntegerField(help_text="How serious the disagreement is.")
 
     def get_fields(self):

@@ -166,16 +166,16 @@ def _undoable(assignment):
 def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
     item = gold.adjudication_queue(demo)[0]
-    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     page = client.get(url).content.decode()
     assert "baseline" not in page and "verifier" not in page
-    assert item.answer.answer_id not in page
+    assert Answer.objects.get(pk=item.answer_pk).answer_id not in page
     summary = re.search(r'<p class="disagreement-summary">Disagreement: (.*?)</p>', page)
     assert summary and " vs " in summary.group(1)  # e.g. claim 1 support (supported vs ...)
     assert 'class="quote-a"' in page or 'class="quote-b"' in page or "◆" in page
     pair = next(
         p
-        for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+        for p in gold.pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
         if p.source["support"] == gold.PENDING
     )
     response = client.post(
@@ -193,7 +193,7 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
 def test_saving_with_nothing_chosen_stays_on_the_task_and_says_so(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
     item = gold.adjudication_queue(demo)[0]
-    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     client.get(url)
     response = client.post(url, {"version": "0", "rationale": "looked at it"})
     assert response.status_code == 400
@@ -205,11 +205,11 @@ def test_saving_with_nothing_chosen_stays_on_the_task_and_says_so(client, demo, 
 def test_adjudication_conflict_on_the_page_keeps_the_second_leads_choices(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
     item = gold.adjudication_queue(demo)[0]
-    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.answer.task_number})
+    url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     client.get(url)
     pair = next(
         p
-        for p in gold.pairs_for_project(demo, answer_ids=[item.answer.pk])[1]
+        for p in gold.pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
         if p.source["support"] == gold.PENDING
     )
     key = f"f-{pair.ordinal}-support"

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from annotate import gold
 from annotate.exports import gold_rows
-from annotate.models import Decision
+from annotate.models import Answer, Decision
 from annotate.services import ServiceError, adjudicate
 from annotate.services.adjudication import DecisionInput, _check_decision_value
 from tests import api as shared
@@ -33,7 +33,7 @@ def item(demo):
 
 
 def post(lead, item, decisions):
-    url = f"{API}/projects/demo/adjudication/{item.answer.task_number}/"
+    url = f"{API}/projects/demo/adjudication/{item.task_number}/"
     body = {"version": 0, "rationale": "checked the passage", "decisions": decisions}
     return token_client(lead).post(url, body, format="json")
 
@@ -88,7 +88,7 @@ def test_a_gold_value_of_the_wrong_type_or_outside_its_field_is_400(lead, item, 
 
 
 def test_accepted_values_of_every_field_export_as_valid_gold(demo, lead, item):
-    screen = token_client(lead).get(f"{API}/projects/demo/adjudication/{item.answer.task_number}/")
+    screen = token_client(lead).get(f"{API}/projects/demo/adjudication/{item.task_number}/")
     screen = screen.json()
     shown = screen["passages"][0]
     claim = screen["claims"][0]
@@ -122,7 +122,7 @@ def test_accepted_values_of_every_field_export_as_valid_gold(demo, lead, item):
 
 
 def test_a_quote_that_is_not_in_the_chosen_passage_is_refused(lead, item, demo):
-    screen = token_client(lead).get(f"{API}/projects/demo/adjudication/{item.answer.task_number}/")
+    screen = token_client(lead).get(f"{API}/projects/demo/adjudication/{item.task_number}/")
     passage = screen.json()["passages"][0]["passage_id"]
     value = {"evidence_ids": [passage], "evidence_quote": "words no passage holds"}
     response = post(lead, item, [{"claim": 0, "field": "evidence", "value": value}])
@@ -132,7 +132,7 @@ def test_a_quote_that_is_not_in_the_chosen_passage_is_refused(lead, item, demo):
 def test_the_service_refuses_a_claim_field_for_the_answer(lead, item):
     with pytest.raises(ServiceError, match="'support' is not a field of the answer"):
         adjudicate(
-            answer=item.answer,
+            answer=Answer.objects.get(pk=item.answer_pk),
             lead=lead,
             version=0,
             decisions=[DecisionInput(claim=None, field="support", value="supported")],
@@ -151,7 +151,7 @@ def test_the_value_check_never_raises_whatever_the_value():
 
 
 def page_post(client, item, data):
-    url = reverse("adjudicate", kwargs={"slug": "demo", "number": item.answer.task_number})
+    url = reverse("adjudicate", kwargs={"slug": "demo", "number": item.task_number})
     client.get(url)
     return client.post(url, {"version": "0", "rationale": "r", **data})
 
@@ -176,7 +176,7 @@ def test_a_relevance_typed_as_a_digit_is_saved(client, lead, item):
 @pytest.mark.parametrize("version", ["x", "", "1e3", "²"])
 def test_a_version_that_is_not_a_number_is_an_error_not_a_500(client, lead, item, version):
     client.login(username=lead.username, password=PASSWORD)
-    url = reverse("adjudicate", kwargs={"slug": "demo", "number": item.answer.task_number})
+    url = reverse("adjudicate", kwargs={"slug": "demo", "number": item.task_number})
     client.get(url)
     response = client.post(url, {"version": version, "f-answer-relevance": "a", "rationale": "r"})
     assert response.status_code == 400

@@ -17,7 +17,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from annotate import gold
-from annotate.models import Assignment, Decision, Membership, Project, Role
+from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
 from annotate.services import open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
@@ -362,21 +362,22 @@ def test_the_adjudication_queue_is_served_most_serious_first_and_filters(demo, l
     client = token_client(lead)
     queue = client.get(f"{API}/projects/demo/adjudication/?limit=500").json()
     expected = gold.adjudication_queue(demo)
-    assert [item["task_number"] for item in queue["results"]] == [
-        d.answer.task_number for d in expected
-    ]
+    assert [item["task_number"] for item in queue["results"]] == [d.task_number for d in expected]
     assert set(queue["results"][0]) == {"task_number", "score", "fields"}
     support = client.get(f"{API}/projects/demo/adjudication/?field=support&limit=500").json()
     assert support["count"] == sum("support" in d.fields for d in expected)
     answerable = client.get(f"{API}/projects/demo/adjudication/?slice=unanswerable").json()
-    numbers = {d.answer.task_number for d in expected if not d.answer.case.answerable}
+    unanswerable = Answer.objects.filter(project=demo, case__answerable=False)
+    numbers = {d.task_number for d in expected} & set(
+        unanswerable.values_list("task_number", flat=True)
+    )
     assert {item["task_number"] for item in answerable["results"]} == numbers
 
 
 def test_a_lead_adjudicates_by_task_number_with_version_checks(demo, lead):
     client = token_client(lead)
     item = first_disagreement(demo)
-    number = item.answer.task_number
+    number = item.task_number
     url = f"{API}/projects/demo/adjudication/{number}/"
     screen = client.get(url).json()
     assert b"variant" not in client.get(url).content
@@ -396,7 +397,7 @@ def test_a_lead_adjudicates_by_task_number_with_version_checks(demo, lead):
     saved = client.post(url, body, format="json")
     assert saved.status_code == 200, saved.content
     assert saved.json()["version"] == screen["version"] + 1
-    assert Decision.objects.filter(answer=item.answer).count() == 1
+    assert Decision.objects.filter(answer_id=item.answer_pk).count() == 1
     stale = client.post(url, body, format="json")
     assert stale.status_code == 409 and stale.json()["version"] == screen["version"] + 1
     no_rationale = client.post(

@@ -26,7 +26,7 @@ demo = shared.demo  # fixture
 
 @pytest.fixture
 def world(demo, lead, reviewer_a):
-    number = gold.adjudication_queue(demo)[0].answer.task_number
+    number = gold.adjudication_queue(demo)[0].task_number
     reviewer = token_client(reviewer_a)
     task = reviewer.post(f"{API}/projects/demo/tasks/next/").json()["task_number"]
     return {

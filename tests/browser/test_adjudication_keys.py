@@ -34,7 +34,7 @@ def demo(lead):
 
 
 def open_first_disagreement(page, demo):
-    number = gold.adjudication_queue(demo)[0].answer.task_number
+    number = gold.adjudication_queue(demo)[0].task_number
     page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
     expect(page.get_by_role("heading", name=f"Adjudicate · Task {number}")).to_be_visible()
     return number

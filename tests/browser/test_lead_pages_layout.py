@@ -33,7 +33,7 @@ def demo(lead) -> tuple[Project, int]:
 
 
 def lead_pages(project, run_pk) -> dict[str, str]:
-    number = gold.adjudication_queue(project)[0].answer.task_number
+    number = gold.adjudication_queue(project)[0].task_number
     slug = project.slug
     return {
         "setup": f"/p/{slug}/setup/",
