@@ -668,6 +668,14 @@ def main() -> None:
                 " · ".join(f"pid {pid}: {rss_mb(pid):.0f} MB RSS" for pid in worker_pids(server)),
             )
         )
+        rows.append(
+            (
+                "background worker after computing those reports",
+                # A job that leaves it above CLAIMDESK_WORKER_MAX_MEMORY_MB (200) restarts it
+                # in place (same pid), so this is what it holds while it waits for work.
+                f"pid {worker.pid}: {rss_mb(worker.pid):.0f} MB RSS",
+            )
+        )
         for slug in ("mid", "big"):
             seconds, peak_mb, _, exported = export_in_child(slug)
             rows.append(

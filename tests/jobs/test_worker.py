@@ -4,6 +4,8 @@ its worker is gone; retried under a new worker, the import completes."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -136,3 +138,49 @@ def test_a_worker_writes_a_gold_export_that_matches_the_streamed_one(
     with services.storage().open(job.output, "rb") as written:
         assert written.read().decode() == expected
     assert job.rows_written == job.rows_total == 101
+
+
+def _ran_by(results) -> list[list[str]]:
+    """Each task's worker ids, once every one of them has succeeded."""
+    from django_tasks_db.models import DBTaskResult
+
+    def done():
+        rows = list(DBTaskResult.objects.filter(pk__in=[r.id for r in results]))
+        return len(rows) == len(results) and all(row.status == "SUCCESSFUL" for row in rows)
+
+    wait_for(done, "the tasks to succeed", timeout=60)
+    by_id = {str(row.pk): row.worker_ids for row in DBTaskResult.objects.all()}
+    return [by_id[str(result.id)] for result in results]
+
+
+def _three_jobs():
+    from jobs.tasks import refresh_report
+
+    # A report of a project that is gone: a real job that finds nothing to do.
+    return [refresh_report.enqueue(10**9, "agreement", "") for _ in range(3)]
+
+
+def test_a_worker_above_its_memory_limit_after_a_job_starts_afresh_in_the_same_process(
+    database_tasks, workers
+):
+    # Any job leaves a worker above 1 MB: it starts afresh after each, and goes on taking jobs.
+    worker = workers(CLAIMDESK_WORKER_MAX_MEMORY_MB="1")
+    ran_by = _ran_by(_three_jobs())
+    assert all(len(ids) == 1 for ids in ran_by), ran_by
+    assert len({ids[0] for ids in ran_by}) == 3, "each job by a fresh worker"
+    # The same process all along (exec, not exit): a process manager sees nothing happen.
+    assert worker.process.poll() is None
+    # And it still stops when asked: at once between jobs (0), or by the signal's default
+    # action while the fresh interpreter is still starting (-15), as any worker would.
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=15) in (0, -signal.SIGTERM), worker.output()
+
+
+def test_a_worker_under_its_memory_limit_or_without_one_keeps_running_as_it_is(
+    database_tasks, workers
+):
+    for limit in ("0", "1000000"):
+        worker = workers(CLAIMDESK_WORKER_MAX_MEMORY_MB=limit)
+        ran_by = _ran_by(_three_jobs())
+        assert len({ids[0] for ids in ran_by}) == 1, (limit, ran_by)
+        worker.stop()
