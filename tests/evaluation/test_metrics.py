@@ -5,6 +5,7 @@ import random
 import numpy as np
 import pytest
 
+from evaluation import metrics
 from evaluation.metrics import (
     AbstentionRow,
     ClaimCitations,
@@ -477,6 +478,22 @@ def test_paired_bootstrap_interval_brackets_the_mean_and_depends_on_the_seed():
     low, high = result.ci95
     assert low < result.mean_diff < high
     assert result.ci95 != other_seed.ci95
+
+
+@pytest.mark.parametrize("block_entries", [1, 37 * 3, 37 * 500, 10**9])
+def test_paired_bootstrap_in_blocks_gives_the_numbers_of_one_whole_draw(monkeypatch, block_entries):
+    # The definition written out whole: one (n_boot × n) draw of case indices.
+    gains = np.random.default_rng(11).normal(0.02, 0.3, size=37)
+    before = {f"q{i:02}": 0.4 for i in range(37)}
+    after = {f"q{i:02}": 0.4 + float(gain) for i, gain in enumerate(gains)}
+    diffs = np.array([after[c] - before[c] for c in sorted(before)])
+    whole = diffs[np.random.default_rng(5).integers(0, 37, size=(1000, 37))].mean(axis=1)
+    expected = tuple(float(x) for x in np.percentile(whole, [2.5, 97.5]))
+
+    monkeypatch.setattr(metrics, "BOOTSTRAP_BLOCK_ENTRIES", block_entries)
+    result = paired_bootstrap_diff(before, after, n_boot=1000, seed=5)
+
+    assert result.ci95 == expected
 
 
 def test_paired_bootstrap_without_common_cases_has_no_estimate():
