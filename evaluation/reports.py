@@ -92,6 +92,8 @@ from evaluation.metrics import (
     retrieval_scores_at,
 )
 
+# Answers whose label pairs load() derives at a time (see there).
+PAIR_CHUNK = 2000
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_COMPARE_K = 5  # the page's comparison of its first two variants, unless asked
 SLICES = ("all", "answerable", "unanswerable", "adversarial", "dev", "heldout")
@@ -281,8 +283,8 @@ class Dataset:
 
 @collector.paused()
 def load(project: Project) -> Dataset:
-    """Read everything the reports need in eleven queries (three of them in
-    ``pairs_for_project``), whatever the size of the project."""
+    """Read everything the reports need: eight queries, and three (``pairs_for_project``)
+    for every PAIR_CHUNK answers."""
     variants = {
         row["name"]: VariantData(**{**row, "settings": _sorted(row["settings"])})
         for row in Variant.objects.filter(project=project)
@@ -358,28 +360,37 @@ def load(project: Project) -> Dataset:
     ).values_list("claim_id", "cited_id"):
         unresolved[claim_pk].add(cited_id)
 
-    answer_pairs, claim_pairs = pairs_for_project(project)
-    for pair in answer_pairs:
-        answer = answers[pair.answer_id]
-        answer.labelled = True
-        answer.gold = {name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED}
-    for pair in claim_pairs:
-        decided = {name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED}
-        citations = decided.get("citations")
-        if citations is not None:
-            # An id that resolves to no passage never supports, whatever a label says.
-            citations = {
-                **citations,
-                **dict.fromkeys(unresolved[pair.claim_id], "citation_not_found"),
-            }
-        answers[claim_answer[pair.claim_id]].claims.append(
-            ClaimGold(
-                support=decided.get("support"),
-                support_binary=decided.get("support_binary"),
-                requires_evidence=decided.get("requires_evidence"),
-                citations=citations,
-            )
+    # The pairs of PAIR_CHUNK answers at a time, each folded into its answers' gold before
+    # the next are derived: a pair (both reviewers' values, the gold, the sources) weighs far
+    # more than the gold kept of it.
+    pks = list(answers)
+    for start in range(0, len(pks), PAIR_CHUNK):
+        answer_pairs, claim_pairs = pairs_for_project(
+            project, answer_ids=pks[start : start + PAIR_CHUNK]
         )
+        for pair in answer_pairs:
+            answer = answers[pair.answer_id]
+            answer.labelled = True
+            answer.gold = {
+                name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED
+            }
+        for pair in claim_pairs:
+            decided = {name: pair.gold[name] for name, src in pair.source.items() if src in DECIDED}
+            citations = decided.get("citations")
+            if citations is not None:
+                # An id that resolves to no passage never supports, whatever a label says.
+                citations = {
+                    **citations,
+                    **dict.fromkeys(unresolved[pair.claim_id], "citation_not_found"),
+                }
+            answers[claim_answer[pair.claim_id]].claims.append(
+                ClaimGold(
+                    support=decided.get("support"),
+                    support_binary=decided.get("support_binary"),
+                    requires_evidence=decided.get("requires_evidence"),
+                    citations=citations,
+                )
+            )
     return Dataset(project=project, variants=variants, cases=cases, answers=list(answers.values()))
 
 

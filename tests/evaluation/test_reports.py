@@ -455,6 +455,26 @@ def test_query_count_does_not_grow_with_the_answers(stages, django_assert_num_qu
         compare(demo, "baseline", "verifier", data=data)
 
 
+@pytest.mark.django_db
+def test_labels_derived_a_few_answers_at_a_time_give_the_same_report(
+    stages, monkeypatch, django_assert_num_queries
+):
+    from annotate.management.commands.load_demo import load as load_demo
+    from evaluation import reports
+
+    demo = load_demo()
+    whole = [evaluate(stages), evaluate(demo), compare(demo, "baseline", "verifier")]
+    answers = demo.answers.count()
+    monkeypatch.setattr(reports, "PAIR_CHUNK", 3)
+    with django_assert_num_queries(8 + 3 * math.ceil(answers / 3)):
+        data = load(demo)
+    assert [
+        evaluate(stages),
+        evaluate(demo, data=data),
+        compare(demo, "baseline", "verifier"),
+    ] == whole
+
+
 def test_small_costs_keep_their_digits_and_differences_read_to_three_decimals():
     from evaluation.reports import text_value
 
