@@ -21,6 +21,8 @@ from annotate.api.views import (
     line_errors,
     query,
     responses,
+    start_import,
+    upload_file,
     upload_lines,
 )
 from annotate.bundles import BundleInvalid
@@ -30,6 +32,8 @@ from evaluation.judges import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
 from evaluation.reports import AGREEMENT_SLICES
 from jobs import reports as stored_reports
+from jobs.models import Job
+from jobs.serializers import ACCEPTED_202
 
 REPORT = OpenApiResponse(
     OpenApiTypes.OBJECT, description="The report, as the management command's --json prints it."
@@ -340,17 +344,46 @@ class JudgeRuns(ListView, LeadView):
         tags=["judges"],
         summary="Import a judge run (JSONL)",
         description="A multipart upload (`file`, `name`), or the run itself as the body "
-        "(`application/x-ndjson`, `?name=`). All or nothing; a name already used is an error.",
+        "(`application/x-ndjson`, `?name=`). All or nothing; a name already used is an error. "
+        "Imported in the request (201 and the run) unless the request says "
+        "`Prefer: respond-async`: then a worker imports it (202 and the job to poll; a "
+        "refused file ends the job `failed` with every problem by line, and a finished "
+        "job's `result.run` is the run's id), as the browser's upload does. A run of "
+        "100,000 verdicts takes seconds to import: past a proxy's timeout on a busy server.",
         request={
             "multipart/form-data": JudgeRunUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
         },
-        parameters=[OpenApiParameter("name", str, description="With a raw JSONL body.")],
+        parameters=[
+            OpenApiParameter("name", str, description="With a raw JSONL body."),
+            OpenApiParameter(
+                "Prefer",
+                str,
+                OpenApiParameter.HEADER,
+                description="`respond-async`: import it with a worker (RFC 7240).",
+            ),
+        ],
         responses=responses(
-            {201: JudgeRunImportSerializer}, r400=LINE_ERRORS_400, r413=TOO_LARGE_413
+            {201: JudgeRunImportSerializer, 202: ACCEPTED_202},
+            r400=LINE_ERRORS_400,
+            r413=TOO_LARGE_413,
         ),
     )
     def post(self, request, slug):
+        if prefers_async(request):
+            upload, data = upload_file(request, JudgeRunUploadSerializer)
+            if not data:
+                data = query(JudgeRunNameSerializer, request)
+            response = start_import(
+                kind=Job.Kind.JUDGE_IMPORT,
+                user=request.user,
+                upload=upload,
+                slug=self.project.slug,
+                project=self.project,
+                params={"name": data.get("name") or ""},
+            )
+            response["Preference-Applied"] = "respond-async"
+            return response
         lines, data = upload_lines(request, JudgeRunUploadSerializer)
         if not data:
             data = query(JudgeRunNameSerializer, request)
@@ -366,6 +399,14 @@ class JudgeRuns(ListView, LeadView):
         except BundleInvalid as exc:
             return line_errors(exc)
         return Response(JudgeRunImportSerializer(result).data, status=status.HTTP_201_CREATED)
+
+
+def prefers_async(request) -> bool:
+    """Whether the request's Prefer header (RFC 7240) holds respond-async."""
+    return any(
+        preference.split(";")[0].strip().lower() == "respond-async"
+        for preference in request.headers.get("Prefer", "").split(",")
+    )
 
 
 RUN_ID = OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="The run's id.")

@@ -21,6 +21,7 @@ from annotate.models import Answer, Assignment, Decision, Membership, Project, R
 from annotate.services import open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
+from jobs.models import Job
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
@@ -490,6 +491,49 @@ def test_a_judge_run_is_pushed_listed_and_calibrated(demo, lead):
     assert everything.json()["n"] >= calibration["n"]
     other_project = client.get(f"{API}/projects/demo/judge-runs/{run_id + 1000}/")
     assert other_project.status_code == 404
+
+
+def test_a_judge_run_pushed_with_prefer_respond_async_is_imported_by_a_worker(
+    demo, lead, reviewer_a
+):
+    client = token_client(lead)
+    run_file = (FIXTURES / "demo_judge_run_v2.jsonl").read_bytes()
+    url = f"{API}/projects/demo/judge-runs/"
+    before = JudgeRun.objects.count()
+
+    pushed = client.post(
+        url, {"file": upload(run_file, "v2.jsonl")}, HTTP_PREFER="wait=5, Respond-Async"
+    )
+    assert pushed["Preference-Applied"] == "respond-async"
+    job = finished_job(client, pushed)
+    assert job["status"] == "succeeded" and job["kind"] == "judge_import", job
+    run = JudgeRun.objects.get(pk=job["result"]["run"])
+    assert run.name == job["result"]["run_name"] and run.verdicts.count() > 0
+    assert client.get(f"{url}{run.pk}/").json()["verdicts"] == run.verdicts.count()
+
+    # A raw body with ?name=, as in the request path; the same name again is refused by line.
+    named = client.post(
+        f"{url}?name=nightly", run_file, content_type=JSONL, HTTP_PREFER="respond-async"
+    )
+    assert finished_job(client, named)["result"]["run_name"] == "nightly"
+    again = client.post(
+        f"{url}?name=nightly", run_file, content_type=JSONL, HTTP_PREFER="respond-async"
+    )
+    refused = finished_job(client, again)
+    assert refused["status"] == "failed"
+    assert any("already has a judge run" in error for error in refused["errors"]), refused
+    assert JudgeRun.objects.count() == before + 2
+
+    # Without the preference, as before: imported in the request.
+    inline = client.post(url, {"file": upload(run_file, "v3.jsonl"), "name": "inline"})
+    assert inline.status_code == 201 and "Preference-Applied" not in inline
+    # A reviewer gets no further by asking for a worker: refused as without it, no job.
+    reviewer = token_client(reviewer_a)
+    jobs_before = Job.objects.count()
+    for prefer in ("respond-async", ""):
+        denied = reviewer.post(url, {"file": upload(run_file, "v4.jsonl")}, HTTP_PREFER=prefer)
+        assert denied.status_code == 403, denied.content
+    assert JudgeRun.objects.count() == before + 3 and Job.objects.count() == jobs_before
 
 
 def test_labels_import_through_the_api_is_all_or_nothing(team, lead):
