@@ -248,9 +248,9 @@ if CLAIMDESK_TASKS == "rq":
 # A running job writes a heartbeat every second; one silent for this long has lost its worker
 # (killed, out of memory, a machine gone) and can be retried.
 CLAIMDESK_JOB_STALE_SECONDS = int(os.environ.get("CLAIMDESK_JOB_STALE_SECONDS", "60"))
-# A database worker that holds more than this after a job (a big project's reports take it
-# past 500 MB, and it keeps 300 MB of that) starts afresh in the same process: a fresh
-# worker is about 80 MB. 0 keeps the worker as it is. RQ forks a process per job instead.
+# A database worker that holds more than this after a job starts afresh in the same process:
+# a fresh worker is about 80 MB, and the reports of a 10,000-answer project leave it holding
+# 200-300 MB. 0 keeps the worker as it is. RQ forks a process per job instead.
 CLAIMDESK_WORKER_MAX_MEMORY_MB = int(os.environ.get("CLAIMDESK_WORKER_MAX_MEMORY_MB", "200"))
 # Gold sets with more rows than this are written to a file by a worker; smaller ones stream
 # straight from the request. bench/tasks.py writes about 9,000 rows/s on an idle 2-core

@@ -443,7 +443,7 @@ def test_limits_mark_the_variants_that_meet_both(report):
 
 
 @pytest.mark.django_db
-def test_query_count_does_not_grow_with_the_answers(stages, django_assert_num_queries):
+def test_query_count_is_fixed_up_to_a_chunk_of_answers(stages, django_assert_num_queries):
     with django_assert_num_queries(11):
         evaluate(stages)
     from annotate.management.commands.load_demo import load as load_demo

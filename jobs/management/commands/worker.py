@@ -94,8 +94,9 @@ class GivesMemoryBack(Worker):
     A database worker runs every job in its one long-lived process, and memory a big job
     took is not given back to the system when it ends: computing a 10,000-answer project's
     agreement and evaluation took a worker from 79 MB to 544 MB, and it kept 313 MB while it
-    waited for the next job (glibc's malloc_trim gives back 40 MB of it). RQ does not have
-    this: it forks a process per job."""
+    waited for the next job (glibc's malloc_trim gives back 40 MB of it; bounding the
+    reports' own peaks since brought that to 200-300 MB). RQ does not have this: it forks a
+    process per job."""
 
     def __init__(self, *, memory_limit_mb: int, **kwargs):
         super().__init__(**kwargs)
