@@ -1,10 +1,13 @@
 """Imports run by a real worker process on PostgreSQL: the job reports its progress while it
 runs; a worker killed mid-import (SIGKILL) leaves the database as it was and a job that says
-its worker is gone; retried under a new worker, the import completes."""
+its worker is gone; retried under a new worker, the import completes. A worker that a job
+left above its memory limit starts afresh in the same process and goes on."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -12,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotate.models import Answer, Claim, Passage, Project
 from jobs import services
 from jobs.models import Job
-from tests.workers import wait_for, write_bundle
+from tests.workers import ROOT, child_env, wait_for, write_bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -184,3 +187,19 @@ def test_a_worker_under_its_memory_limit_or_without_one_keeps_running_as_it_is(
         ran_by = _ran_by(_three_jobs())
         assert len({ids[0] for ids in ran_by}) == 1, (limit, ran_by)
         worker.stop()
+
+
+def test_a_batch_worker_that_starts_afresh_still_takes_every_job_and_then_exits(
+    database_tasks, tmp_path
+):
+    results = _three_jobs()
+    done = subprocess.run(
+        [sys.executable, "manage.py", "worker", "--batch", "-v", "0"],
+        cwd=ROOT,
+        env=child_env(tmp_path, CLAIMDESK_WORKER_MAX_MEMORY_MB="1"),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    ran_by = _ran_by(results)
+    assert len({ids[0] for ids in ran_by}) == 3, ran_by
