@@ -93,21 +93,32 @@ def comparable(name: str, labels: dict[str, Any]) -> Any:
 
 def _claim_values(row) -> dict[str, Any]:
     """A claim label's values from its query row (see pairs_for_project); the two JSON
-    columns arrive as text."""
+    columns arrive as text. Like the decoded JSON, the labels' choices are shared objects
+    (each row brings its own copy of "supported"): a pair of a 100,000-claim project is
+    held by every report computed from it, and these copies were a quarter of its weight.
+    Nobody mutates a pair's values."""
     _, _, _, support, severity, requires_evidence, citations, evidence_ids, quote, note = row
+    citations, evidence_ids = _json_text(citations), _json_text(evidence_ids)
     return {
-        "support": support,
+        "support": _choice(support),
         "support_binary": support_binary(support),
-        "severity": severity,
+        "severity": _choice(severity),
         "requires_evidence": requires_evidence,
-        "citations": _json_text(citations) or {},
-        "evidence_ids": _json_text(evidence_ids) or [],
+        "citations": _NO_CITATIONS if citations is None else citations,
+        "evidence_ids": _NO_IDS if evidence_ids is None else evidence_ids,
         "evidence_quote": quote,
         "note": note,
     }
 
 
-_EMPTY_JSON = {"{}": {}, "[]": [], None: None}
+def _choice(value: str | None) -> str | None:
+    return _CHOICES.setdefault(value, value) if value is not None else None
+
+
+_CHOICES: dict[str, str] = {}
+_NO_CITATIONS: dict = {}
+_NO_IDS: list = []
+_EMPTY_JSON = {"{}": _NO_CITATIONS, "[]": _NO_IDS, None: None}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -119,7 +130,7 @@ def _json_text(text: str | None):
     """A JSON column read as text. Callers never mutate the result: it may be shared."""
     empty = _EMPTY_JSON.get(text, _MISSING)
     if empty is not _MISSING:
-        return type(empty)() if empty is not None else None
+        return empty
     return _decode_json(text)
 
 
@@ -216,8 +227,12 @@ def pairs_for_project(
     decided = {(answer_id, claim_id) for answer_id, claim_id, _ in latest}
     for pair in answer_pairs.values():
         _derive(pair, answer_names, latest if (pair.answer_id, None) in decided else None)
+    # Which fields are agreed, pending or decided comes in few combinations: the pairs share
+    # one dict per combination (nobody mutates a derived pair's sources).
+    sources: dict[tuple, dict[str, str]] = {}
     for pair in claim_pairs:
         _derive(pair, claim_names, latest if (pair.answer_id, pair.claim_id) in decided else None)
+        pair.source = sources.setdefault(tuple(pair.source.items()), pair.source)
     ordered_claims = sorted(claim_pairs, key=lambda p: (p.answer_id, p.ordinal))
     return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
 
