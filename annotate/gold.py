@@ -95,7 +95,7 @@ def _claim_values(row) -> dict[str, Any]:
     """A claim label's values from its query row (see pairs_for_project); the two JSON
     columns arrive as text. Like the decoded JSON, the labels' choices are shared objects
     (each row brings its own copy of "supported"): a pair of a 100,000-claim project is
-    held by every report computed from it, and these copies were a quarter of its weight.
+    held by every report computed from it, and these copies were a sixth of its weight.
     Nobody mutates a pair's values."""
     _, _, _, support, severity, requires_evidence, citations, evidence_ids, quote, note = row
     citations, evidence_ids = _json_text(citations), _json_text(evidence_ids)

@@ -11,10 +11,12 @@ import sys
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django_tasks_db.models import DBTaskResult
 
 from annotate.models import Answer, Claim, Passage, Project
 from jobs import services
 from jobs.models import Job
+from jobs.tasks import refresh_report
 from tests.workers import ROOT, child_env, wait_for, write_bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -145,7 +147,6 @@ def test_a_worker_writes_a_gold_export_that_matches_the_streamed_one(
 
 def _ran_by(results) -> list[list[str]]:
     """Each task's worker ids, once every one of them has succeeded."""
-    from django_tasks_db.models import DBTaskResult
 
     def done():
         rows = list(DBTaskResult.objects.filter(pk__in=[r.id for r in results]))
@@ -157,8 +158,6 @@ def _ran_by(results) -> list[list[str]]:
 
 
 def _three_jobs():
-    from jobs.tasks import refresh_report
-
     # A report of a project that is gone: a real job that finds nothing to do.
     return [refresh_report.enqueue(10**9, "agreement", "") for _ in range(3)]
 
