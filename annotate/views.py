@@ -464,11 +464,7 @@ def adjudication_queue(request, project, role):
         "filtered": any(filters.values()),
         "pager": pager,
         "rows": [
-            {
-                "item": item,
-                "fields": [selectors.field_word(f) for f in item.fields],
-                "question": item.question,
-            }
+            {"item": item, "fields": [selectors.field_word(f) for f in item.fields]}
             for item in pager.items
         ],
         "doubly_labelled": bool(queue) or selectors.doubly_labelled(project),
