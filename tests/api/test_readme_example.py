@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 from pathlib import Path
 
 import pytest
+import requests
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from knox.models import AuthToken
@@ -42,8 +44,32 @@ def run_example(live_server, user, monkeypatch) -> dict:
     monkeypatch.setenv("CLAIMDESK_TOKEN", token)
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "readme_example"}
-    exec(compile(example(DOCS), str(DOCS), "exec"), namespace)
+    before = set(threading.enumerate())
+    try:
+        exec(compile(example(DOCS), str(DOCS), "exec"), namespace)
+    finally:
+        hang_up(namespace, before)
     return namespace
+
+
+def hang_up(namespace: dict, before: set[threading.Thread]) -> None:
+    """Close the example's kept-alive connections and wait for the live server to see them
+    end. The server serves each connection on a daemon thread of its own; one left waiting
+    woke at interpreter exit, when the session was collected at last, and died printing
+    "Exception in thread ... (process_request_thread)" after a passing run. The pools are
+    closed one by one: urllib3 2.8's PoolManager.clear(), which Session.close() calls, forgets
+    its pools without closing their connections."""
+    for value in namespace.values():
+        if isinstance(value, requests.Session):
+            for adapter in value.adapters.values():
+                pools = adapter.poolmanager.pools
+                for key in pools.keys():  # noqa: SIM118 (urllib3 refuses to iterate it)
+                    pools[key].close()
+            value.close()
+    for thread in set(threading.enumerate()) - before:
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=10)
+            assert not thread.is_alive(), f"the live server still serves a connection: {thread}"
 
 
 def assert_done(namespace: dict, user, out: str) -> None:
