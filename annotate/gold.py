@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -235,6 +236,21 @@ def pairs_for_project(
         pair.source = sources.setdefault(tuple(pair.source.items()), pair.source)
     ordered_claims = sorted(claim_pairs, key=lambda p: (p.answer_id, p.ordinal))
     return sorted(answer_pairs.values(), key=lambda p: p.answer_id), ordered_claims
+
+
+# Answers whose label pairs pairs_in_chunks derives at a time.
+PAIR_CHUNK = 2000
+
+
+def pairs_in_chunks(
+    project: Project, answer_ids: list[int]
+) -> Iterator[tuple[list[ItemPair], list[ItemPair]]]:
+    """pairs_for_project over `answer_ids`, PAIR_CHUNK answers at a time (three queries a
+    chunk). A pair, both reviewers' values with the gold and its sources, weighs far more
+    than what a report keeps of it: a reader that folds each chunk into what it keeps never
+    holds a big project's pairs at once."""
+    for start in range(0, len(answer_ids), PAIR_CHUNK):
+        yield pairs_for_project(project, answer_ids=answer_ids[start : start + PAIR_CHUNK])
 
 
 # Fields whose value two reviewers agree on when it is equal, as it is (comparable() returns

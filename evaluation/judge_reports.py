@@ -23,18 +23,26 @@ binary judge's are undefined and say so, and a binary project's are its binary f
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db.models import Count
+from django.db.models import Case, Count, F, TextField, Value, When
 from django.db.models.functions import Length
 from django.urls import NoReverseMatch, reverse
 from scipy.stats import binomtest
 
-from annotate.gold import DEFAULT_SPLIT, SPLITS, ItemPair, judge_split, pairs_for_project
+from annotate.gold import (
+    DEFAULT_SPLIT,
+    SPLITS,
+    ItemPair,
+    judge_split,
+    pairs_for_project,
+    pairs_in_chunks,
+)
 from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import BINARY, UNSUPPORTED, support_binary
 from evaluation.agreement import (
@@ -80,29 +88,57 @@ class ClaimInfo:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class PairGold:
+    """What the judge reports keep of a claim's label pair: its gold support and
+    support_binary (None while pending), where the support came from, each reviewer's
+    support (the human ceiling) and the gold evidence ids (the evidence-overlap bias). A
+    whole pair weighs some 2 KB; kept for every claim of a 100,000-claim project, the pairs
+    were most of a calibration's memory."""
+
+    support: str | None
+    support_binary: str | None
+    source: str | None
+    a: str | None
+    b: str | None
+    evidence_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pair: ItemPair) -> PairGold:
+        return cls(
+            support=pair.gold.get("support"),
+            support_binary=pair.gold.get("support_binary"),
+            source=pair.source.get("support"),
+            a=pair.a.get("support"),
+            b=pair.b.get("support"),
+            evidence_ids=tuple(_gold_evidence_ids(pair)),
+        )
+
+
 @dataclass
 class ProjectGold:
-    """A project's answers and claims with their current gold, loaded once (five queries) and
-    shared by every report that needs them."""
+    """A project's answers and claims with their current gold, loaded once (four queries,
+    and three for every annotate.gold.PAIR_CHUNK answers) and shared by every report that
+    needs them."""
 
     project: Project
     answers: dict[int, AnswerInfo]
     claims: dict[int, ClaimInfo]
-    claim_pairs: dict[int, ItemPair]
+    claim_pairs: dict[int, PairGold]
     answer_pairs: dict[int, ItemPair]
     reviewers: dict[int, int] = field(default_factory=dict)  # answer pk -> submitted sets
 
     def gold_support(self, claim_pk: int) -> str | None:
         """The decided support on the project's scale, or None."""
         pair = self.claim_pairs.get(claim_pk)
-        value = pair.gold.get("support") if pair else None
+        value = pair.support if pair else None
         return value if value in self.project.schema.support_labels else None
 
     def gold_binary(self, claim_pk: int) -> str | None:
         """The decided support_binary, or None (decided on its own: two reviewers who both
         say unsupported agree on it whatever the subtype)."""
         pair = self.claim_pairs.get(claim_pk)
-        value = pair.gold.get("support_binary") if pair else None
+        value = pair.support_binary if pair else None
         return value if value in BINARY else None
 
     def claims_in(self, split: str) -> list[ClaimInfo]:
@@ -149,7 +185,11 @@ def load_gold(project: Project) -> ProjectGold:
             answer__project=project
         ).values_list("pk", "answer_id", "ordinal", "text")
     }
-    answer_pairs, claim_pairs = pairs_for_project(project)
+    answer_pairs: dict[int, ItemPair] = {}
+    claim_pairs: dict[int, PairGold] = {}
+    for answer_chunk, claim_chunk in pairs_in_chunks(project, sorted(answers)):
+        answer_pairs.update((pair.answer_id, pair) for pair in answer_chunk)
+        claim_pairs.update((pair.claim_id, PairGold.of(pair)) for pair in claim_chunk)
     reviewers = dict(
         Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
         .values("answer_id")
@@ -161,40 +201,69 @@ def load_gold(project: Project) -> ProjectGold:
         project=project,
         answers=answers,
         claims=claims,
-        claim_pairs={p.claim_id: p for p in claim_pairs},
-        answer_pairs={p.answer_id: p for p in answer_pairs},
+        claim_pairs=claim_pairs,
+        answer_pairs=answer_pairs,
         reviewers=reviewers,
     )
 
 
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    """A verdict as the reports read it. Slotted, with its status and label shared strings:
+    a run holds a verdict for every claim, and as dicts 100,000 of them weighed 90 MB."""
+
+    line: int
+    answer_id: int
+    claim_id: int | None
+    status: str
+    problem: str
+    label: str
+    relevance: int | None
+    evidence_ids: list[str]
+    quote: str
+    quote_found: bool | None
+    raw: str  # a malformed or timed-out verdict's only: nothing reads an ok verdict's
+
+
 @dataclass
 class RunVerdicts:
-    claims: dict[int, dict[str, Any]]  # claim pk -> verdict row
-    answers: dict[int, dict[str, Any]]  # answer pk -> answer-level verdict row
+    claims: dict[int, VerdictRow]  # claim pk -> its verdict
+    answers: dict[int, VerdictRow]  # answer pk -> its answer-level verdict
 
-    def all(self) -> list[dict[str, Any]]:
-        return sorted([*self.claims.values(), *self.answers.values()], key=lambda v: v["line"])
+    def all(self) -> list[VerdictRow]:
+        return sorted([*self.claims.values(), *self.answers.values()], key=lambda v: v.line)
 
 
 def load_verdicts(run: JudgeRun) -> RunVerdicts:
     claims, answers = {}, {}
-    for row in Verdict.objects.filter(run=run).values(
-        "line",
-        "answer_id",
-        "claim_id",
-        "status",
-        "problem",
-        "label",
-        "relevance",
-        "evidence_ids",
-        "quote",
-        "quote_found",
-        "raw",
+    for line, answer_id, claim_id, status, problem, label, *rest in (
+        Verdict.objects.filter(run=run)
+        .annotate(
+            raw_kept=Case(
+                When(status=OK, then=Value("")), default=F("raw"), output_field=TextField()
+            )
+        )
+        .values_list(
+            "line",
+            "answer_id",
+            "claim_id",
+            "status",
+            "problem",
+            "label",
+            "relevance",
+            "evidence_ids",
+            "quote",
+            "quote_found",
+            "raw_kept",
+        )
     ):
-        if row["claim_id"] is None:
-            answers[row["answer_id"]] = row
+        row = VerdictRow(
+            line, answer_id, claim_id, sys.intern(status), problem, sys.intern(label), *rest
+        )
+        if claim_id is None:
+            answers[answer_id] = row
         else:
-            claims[row["claim_id"]] = row
+            claims[claim_id] = row
     return RunVerdicts(claims=claims, answers=answers)
 
 
@@ -241,18 +310,18 @@ class Scored:
     three-way scale where both have one (the judge's label as given)."""
 
     claim: ClaimInfo
-    pair: ItemPair
-    verdict: dict[str, Any]
+    pair: PairGold
+    verdict: VerdictRow
     gold_binary: str
     gold_support: str | None  # the decided support on the project's scale, or None
 
     @property
     def judge(self) -> str:
-        return self.verdict["label"]
+        return self.verdict.label
 
     @property
     def judge_binary(self) -> str:
-        return support_binary(self.verdict["label"])
+        return support_binary(self.verdict.label)
 
 
 def population(gold: ProjectGold, verdicts: RunVerdicts):
@@ -263,7 +332,7 @@ def population(gold: ProjectGold, verdicts: RunVerdicts):
             answer=claim.answer.pk,
             reviewers=gold.reviewers.get(claim.answer.pk, 0),
             decided=gold.gold_binary(claim.pk) is not None,
-            judged=verdicts.claims.get(claim.pk, {}).get("status") == OK,
+            judged=claim.pk in verdicts.claims and verdicts.claims[claim.pk].status == OK,
         )
         for claim in gold.claims.values()
     )
@@ -284,9 +353,9 @@ def _score_items(
         verdict = verdicts.claims.get(claim.pk)
         if verdict is None:
             lost["missing"] += 1
-        elif verdict["status"] == MALFORMED:
+        elif verdict.status == MALFORMED:
             lost["malformed"] += 1
-        elif verdict["status"] == TIMEOUT:
+        elif verdict.status == TIMEOUT:
             lost["timeouts"] += 1
         else:
             scored.append(
@@ -339,7 +408,7 @@ def calibration_report(
     verdicts = load_verdicts(run)
     chosen = population(gold, verdicts)
     scored, lost = _score_items(gold, verdicts, split, set(chosen.gold))
-    judged_labels = [v["label"] for v in verdicts.claims.values() if v["status"] == OK]
+    judged_labels = [v.label for v in verdicts.claims.values() if v.status == OK]
     scale, undefined = judge_scale(project, judged_labels)
 
     binary_gold = [s.gold_binary for s in scored]
@@ -358,7 +427,7 @@ def calibration_report(
     kappa_ci = _judge_kappa_ci(scored, scale, n_boot=min(n_boot, 1000), seed=seed)
     binary_kappa_ci = _judge_kappa_ci(scored, "binary", n_boot=min(n_boot, 1000), seed=seed)
 
-    target = [verdicts.claims[pk]["label"] for pk in sorted(chosen.target)]
+    target = [verdicts.claims[pk].label for pk in sorted(chosen.target)]
     corrected = corrected_estimates(
         unsupported_indicator(binary_gold),
         unsupported_indicator(binary_judge),
@@ -453,10 +522,10 @@ def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, urls=None,
         **labels,
     }
     if pair is not None:
-        row["gold_source"] = pair.source.get("support")
+        row["gold_source"] = pair.source
     if verdict is not None:
-        row["quote"] = verdict["quote"]
-        row["quote_found"] = verdict["quote_found"]
+        row["quote"] = verdict.quote
+        row["quote_found"] = verdict.quote_found
     urls = urls or _answer_urls(project.slug, run.pk)
     row["url"] = urls(claim.answer.pk, claim.ordinal)
     return row
@@ -467,26 +536,25 @@ def _human_agreement(gold: ProjectGold, split: str, *, n_boot: int, seed: int) -
     doubly-labelled claims: the ceiling a judge can be expected to reach against gold. The
     same on support_binary under `binary`, the ceiling of a binary judge."""
     labels = gold.project.schema.support_labels
-    pairs = [
-        p
-        for p in gold.claim_pairs.values()
-        if in_split(gold.answers[p.answer_id].split, split)
-        and p.a.get("support") in labels
-        and p.b.get("support") in labels
+    items = [
+        (gold.claims[pk], p)
+        for pk, p in gold.claim_pairs.items()
+        if in_split(gold.claims[pk].answer.split, split) and p.a in labels and p.b in labels
     ]
-    pairs.sort(key=lambda p: (p.answer_id, p.ordinal))
-    groups = [p.answer_id for p in pairs]
+    items.sort(key=lambda item: (item[0].answer.pk, item[0].ordinal))
+    pairs = [p for _, p in items]
+    groups = [claim.answer.pk for claim, _ in items]
     result = field_agreement(
-        [p.a["support"] for p in pairs],
-        [p.b["support"] for p in pairs],
+        [p.a for p in pairs],
+        [p.b for p in pairs],
         labels=labels,
         groups=groups,
         n_boot=n_boot,
         seed=seed,
     )
     binary = field_agreement(
-        [support_binary(p.a["support"]) for p in pairs],
-        [support_binary(p.b["support"]) for p in pairs],
+        [support_binary(p.a) for p in pairs],
+        [support_binary(p.b) for p in pairs],
         labels=BINARY,
         groups=groups,
         n_boot=n_boot,
@@ -567,9 +635,7 @@ def _pass_rows(
 def _bias(
     gold: ProjectGold, verdicts: RunVerdicts, scored: list[Scored], *, evidence: bool
 ) -> dict[str, Any]:
-    judged = [
-        (gold.claims[pk], v["label"]) for pk, v in verdicts.claims.items() if v["status"] == OK
-    ]
+    judged = [(gold.claims[pk], v.label) for pk, v in verdicts.claims.items() if v.status == OK]
     # Pass = supported, on gold and for the judge alike: the binary reading works for judges
     # and projects of either scale.
     judged = [(claim, support_binary(label)) for claim, label in judged]
@@ -609,8 +675,8 @@ def _bias(
     }
     if evidence:  # without evidence labels there is no gold to overlap with
         bias["evidence_overlap"] = evidence_overlap(
-            [s.verdict["evidence_ids"] or [] for s in scored],
-            [_gold_evidence_ids(s.pair) for s in scored],
+            [s.verdict.evidence_ids or [] for s in scored],
+            [list(s.pair.evidence_ids) for s in scored],
         ).as_dict()
     return bias
 
@@ -636,13 +702,13 @@ def _relevance(gold: ProjectGold, verdicts: RunVerdicts, split: str) -> dict[str
         verdict = verdicts.answers.get(answer_pk)
         if verdict is None:
             lost["missing"] += 1
-        elif verdict["status"] == MALFORMED:
+        elif verdict.status == MALFORMED:
             lost["malformed"] += 1
-        elif verdict["status"] == TIMEOUT:
+        elif verdict.status == TIMEOUT:
             lost["timeouts"] += 1
         else:
             g.append(pair.gold["relevance"])
-            j.append(verdict["relevance"])
+            j.append(verdict.relevance)
     report = judge_report(g, j, RELEVANCE, weights="linear")
     return {
         "n": report.n,
@@ -659,9 +725,7 @@ def _relevance(gold: ProjectGold, verdicts: RunVerdicts, split: str) -> dict[str
 
 def _run_summary(run: JudgeRun, gold: ProjectGold, verdicts: RunVerdicts) -> dict[str, Any]:
     rows = verdicts.all()
-    self_judged = sum(
-        same_model(run.model, gold.answers[v["answer_id"]].variant_model) for v in rows
-    )
+    self_judged = sum(same_model(run.model, gold.answers[v.answer_id].variant_model) for v in rows)
     return {
         "name": run.name,
         "model": run.model,
@@ -672,10 +736,10 @@ def _run_summary(run: JudgeRun, gold: ProjectGold, verdicts: RunVerdicts) -> dic
         "verdicts": len(rows),
         "claim_verdicts": len(verdicts.claims),
         "answer_verdicts": len(verdicts.answers),
-        "ok": sum(v["status"] == OK for v in rows),
-        "malformed": sum(v["status"] == MALFORMED for v in rows),
-        "timeouts": sum(v["status"] == TIMEOUT for v in rows),
-        "quotes_not_found": sum(v["quote_found"] is False for v in rows),
+        "ok": sum(v.status == OK for v in rows),
+        "malformed": sum(v.status == MALFORMED for v in rows),
+        "timeouts": sum(v.status == TIMEOUT for v in rows),
+        "quotes_not_found": sum(v.quote_found is False for v in rows),
         "self_judged": self_judged,
         "self_judged_models": sorted(
             {
@@ -692,23 +756,23 @@ def _problems(project, run, gold: ProjectGold, verdicts: RunVerdicts) -> dict[st
     out: dict[str, list] = {"malformed": [], "timeouts": [], "quotes_not_found": []}
     urls = _answer_urls(project.slug, run.pk)
     for v in verdicts.all():
-        answer = gold.answers[v["answer_id"]]
-        claim = gold.claims.get(v["claim_id"]) if v["claim_id"] else None
+        answer = gold.answers[v.answer_id]
+        claim = gold.claims.get(v.claim_id) if v.claim_id else None
         row = {
-            "line": v["line"],
+            "line": v.line,
             "answer_id": answer.answer_id,
             "case_id": answer.case_id,
             "task_number": answer.task_number,
             "claim_index": claim.ordinal if claim else None,
             "url": urls(answer.pk, claim.ordinal if claim else None),
         }
-        if v["status"] == MALFORMED:
-            out["malformed"].append({**row, "problem": v["problem"], "raw": v["raw"]})
-        elif v["status"] == TIMEOUT:
-            out["timeouts"].append({**row, "raw": v["raw"]})
-        if v["quote_found"] is False:
+        if v.status == MALFORMED:
+            out["malformed"].append({**row, "problem": v.problem, "raw": v.raw})
+        elif v.status == TIMEOUT:
+            out["timeouts"].append({**row, "raw": v.raw})
+        if v.quote_found is False:
             out["quotes_not_found"].append(
-                {**row, "quote": v["quote"], "evidence_ids": v["evidence_ids"]}
+                {**row, "quote": v.quote, "evidence_ids": v.evidence_ids}
             )
     return out
 
@@ -738,7 +802,7 @@ def compare_runs(
     va, vb = load_verdicts(run_a), load_verdicts(run_b)
     scored_a, _ = _score_items(gold, va, split)
     scored_b = {s.claim.pk: s for s in _score_items(gold, vb, split)[0]}
-    labels = [v["label"] for v in (*va.claims.values(), *vb.claims.values()) if v["status"] == OK]
+    labels = [v.label for v in (*va.claims.values(), *vb.claims.values()) if v.status == OK]
     scale, _ = judge_scale(project, labels)
     both = [(s, scored_b[s.claim.pk]) for s in scored_a if s.claim.pk in scored_b]
     if scale == "three_way":
@@ -827,17 +891,17 @@ def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> l
     ):
         passages[r[0]].setdefault(r[1], r[2])
 
+    # The quote and the rationale are in the whole pairs only (ProjectGold keeps less).
+    chosen_pks = {claim.pk for claim in chosen}
+    quotes, rationales = {}, {}
+    for _, claim_pairs in pairs_in_chunks(project, answer_pks):
+        for pair in claim_pairs:
+            if pair.claim_id in chosen_pks:
+                quotes[pair.claim_id], rationales[pair.claim_id] = _quote_and_rationale(pair)
     examples = []
     for claim in chosen:
         pair = gold.claim_pairs[claim.pk]
         answer = answers[claim.answer.pk]
-        evidence = pair.gold.get("evidence")
-        quote = evidence.get("evidence_quote") if isinstance(evidence, dict) else ""
-        if pair.source.get("support") == "adjudicated":
-            rationale = pair.rationale.get("support", "")
-        else:
-            notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
-            rationale = " / ".join(dict.fromkeys(n for n in notes if n))
         examples.append(
             {
                 "answer_id": claim.answer.answer_id,
@@ -850,15 +914,26 @@ def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> l
                     for pid, text in passages[claim.answer.pk].items()
                 ],
                 "claim": claim.text,
-                "label": pair.gold["support"],
-                "label_binary": support_binary(pair.gold["support"]),
-                "evidence_ids": _gold_evidence_ids(pair),
-                "quote": quote or "",
-                "rationale": rationale,
-                "gold_source": pair.source.get("support"),
+                "label": pair.support,
+                "label_binary": support_binary(pair.support),
+                "evidence_ids": list(pair.evidence_ids),
+                "quote": quotes[claim.pk] or "",
+                "rationale": rationales[claim.pk],
+                "gold_source": pair.source,
             }
         )
     return examples
+
+
+def _quote_and_rationale(pair: ItemPair) -> tuple[str | None, str]:
+    """A few-shot example's quote (the gold evidence's) and rationale: the lead's when the
+    support was adjudicated, else the reviewers' notes."""
+    evidence = pair.gold.get("evidence")
+    quote = evidence.get("evidence_quote") if isinstance(evidence, dict) else ""
+    if pair.source.get("support") == "adjudicated":
+        return quote, pair.rationale.get("support", "")
+    notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
+    return quote, " / ".join(dict.fromkeys(n for n in notes if n))
 
 
 # --- One answer, as the judge and the gold see it --------------------------------------------

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate import collector
-from annotate.gold import ADJUDICATED, AGREED, pairs_for_project
+from annotate.gold import ADJUDICATED, AGREED, pairs_in_chunks
 from annotate.models import (
     Answer,
     Case,
@@ -92,8 +92,6 @@ from evaluation.metrics import (
     retrieval_scores_at,
 )
 
-# Answers whose label pairs load() derives at a time (see there).
-PAIR_CHUNK = 2000
 DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_COMPARE_K = 5  # the page's comparison of its first two variants, unless asked
 SLICES = ("all", "answerable", "unanswerable", "adversarial", "dev", "heldout")
@@ -283,8 +281,8 @@ class Dataset:
 
 @collector.paused()
 def load(project: Project) -> Dataset:
-    """Read everything the reports need: eight queries, and three (``pairs_for_project``)
-    for every PAIR_CHUNK answers."""
+    """Read everything the reports need: eight queries, and three for every
+    annotate.gold.PAIR_CHUNK answers (their label pairs)."""
     variants = {
         row["name"]: VariantData(**{**row, "settings": _sorted(row["settings"])})
         for row in Variant.objects.filter(project=project)
@@ -360,14 +358,8 @@ def load(project: Project) -> Dataset:
     ).values_list("claim_id", "cited_id"):
         unresolved[claim_pk].add(cited_id)
 
-    # The pairs of PAIR_CHUNK answers at a time, each folded into its answers' gold before
-    # the next are derived: a pair (both reviewers' values, the gold, the sources) weighs far
-    # more than the gold kept of it.
-    pks = list(answers)
-    for start in range(0, len(pks), PAIR_CHUNK):
-        answer_pairs, claim_pairs = pairs_for_project(
-            project, answer_ids=pks[start : start + PAIR_CHUNK]
-        )
+    # Each chunk of pairs is folded into its answers' gold before the next is derived.
+    for answer_pairs, claim_pairs in pairs_in_chunks(project, list(answers)):
         for pair in answer_pairs:
             answer = answers[pair.answer_id]
             answer.labelled = True

@@ -22,7 +22,12 @@ from annotate.models import Answer, Claim, Decision, Project, Role
 from annotate.services import add_member, import_bundle, import_labels, open_labelling
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
-from evaluation.judge_reports import calibration_report, compare_runs, few_shot_examples
+from evaluation.judge_reports import (
+    calibration_report,
+    compare_runs,
+    few_shot_examples,
+    load_gold,
+)
 from evaluation.judges import import_judge_run
 from evaluation.models import Verdict
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
@@ -204,6 +209,9 @@ def test_counts_malformed_timeouts_and_missing_apart_and_never_scores_them(built
     assert sum(map(sum, r["confusion"]["matrix"])) == 10
     assert (r["run"]["malformed"], r["run"]["timeouts"]) == (2, 1)
     assert [p["problem"] for p in r["problems"]["malformed"]] == ["label is null"] * 2
+    # an ok verdict's raw response is left unread; a problem's is shown
+    assert [p["raw"] for p in r["problems"]["malformed"]] == ["I think it is fine"] * 2
+    assert [p["raw"] for p in r["problems"]["timeouts"]] == [""]
 
 
 def test_kappa_confusion_and_per_label_scores_match_scikit_learn(built):
@@ -464,6 +472,32 @@ def test_demo_run_against_scikit_learn_and_the_few_shot_split(demo):
     cases = {e["answer_id"].split("/")[0] for e in examples}
     assert all(judge_split(case) == "judge_dev" for case in cases)
     assert all(e["passages"] and e["question"] for e in examples)
+
+
+def test_gold_derived_a_few_answers_at_a_time_gives_the_same_reports(
+    demo, monkeypatch, django_assert_num_queries
+):
+    """load_gold folds the pairs into what the reports keep, chunk by chunk (a 100,000-claim
+    project's pairs at once were most of a calibration's memory): cut into chunks of three
+    answers, the reports come out the same."""
+    from annotate import gold
+
+    project, run = demo
+    whole = [
+        calibration_report(run=run, split="all"),
+        compare_runs(run_a=run, run_b=run, split="all"),
+        few_shot_examples(project),
+    ]
+    monkeypatch.setattr(gold, "PAIR_CHUNK", 3)
+    answers = project.answers.count()
+    # answers, claims, reviewers' counts, and assignments, labels, decisions a chunk
+    with django_assert_num_queries(3 + 3 * math.ceil(answers / 3)):
+        loaded = load_gold(project)
+    assert [
+        calibration_report(run=run, split="all", gold=loaded),
+        compare_runs(run_a=run, run_b=run, split="all", gold=loaded),
+        few_shot_examples(project, gold=loaded),
+    ] == whole
 
 
 def test_calibration_command_prints_the_spec_json(demo):
