@@ -117,7 +117,7 @@ class PairGold:
 
 @dataclass
 class ProjectGold:
-    """A project's answers and claims with their current gold, loaded once (four queries,
+    """A project's answers and claims with their current gold, loaded once (three queries,
     and three for every annotate.gold.PAIR_CHUNK answers) and shared by every report that
     needs them."""
 
