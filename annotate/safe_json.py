@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,17 @@ def format_path(path: tuple[str | int, ...], *, style: str = "bundle") -> str:
     return out.removeprefix(".")
 
 
+class _Marks(threading.local):
+    """How many problem values (_NonFinite, _HugeInt, _DuplicateKeys) this thread's parses
+    have made: `loads` compares before and after, and walks the value only when it has one,
+    or when its text could hide another problem (_may_have_problems)."""
+
+    made = 0
+
+
+_marks = _Marks()
+
+
 class _NonFinite:
     """What json handed us for NaN, Infinity, -Infinity or a float literal beyond the double
     range; kept as the text written so the message can quote it."""
@@ -87,6 +99,7 @@ class _NonFinite:
 
     def __init__(self, text: str):
         self.text = text
+        _marks.made += 1
 
 
 class _HugeInt(_NonFinite):
@@ -122,6 +135,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
         seen.add(key)
     out = _DuplicateKeys(obj)
     out.duplicates = duplicates
+    _marks.made += 1
     return out
 
 
@@ -130,6 +144,7 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     JSON, and UnsafeJSON (with every problem's path, up to MAX_PROBLEMS) for non-finite or
     out-of-range numbers, nesting deeper than `max_depth`, control characters other than tab,
     newline and carriage return, lone surrogates, and keys given twice in one object."""
+    made = _marks.made
     try:
         value = json.loads(
             text,
@@ -140,11 +155,47 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
         )
     except RecursionError:
         raise UnsafeJSON([Problem((), f"nested deeper than {max_depth} levels")]) from None
+    if not _may_have_problems(text, made, max_depth):
+        return value
     problems = list(_problems(value, max_depth))
     if problems:
         shown = problems[:MAX_PROBLEMS]
         raise UnsafeJSON(shown, more=len(problems) - len(shown))
     return value
+
+
+def _may_have_problems(text: str, made: int, max_depth: int) -> bool:
+    """Whether walking the value parsed from `text` could find a problem (`made`: the
+    thread's count of problem values before the parse). Most documents are clean, and the
+    walk visited every value of every line again in Python: a seventh of a bundle import's
+    time. It can find nothing unless the parse made a problem value (a non-finite or
+    out-of-range number, a key given twice); or the text holds a control character or a
+    surrogate, or a backslash (an escape may decode to one: strict json refuses them raw in a
+    string); or the nesting goes deeper than `max_depth`."""
+    if _marks.made != made or "\\" in text or _BAD_CHAR.search(text):
+        return True
+    return _deeper_than(text, max_depth)
+
+
+# Without a backslash, a JSON string is a quote, anything but a quote, a quote.
+_STRING = re.compile(r'"[^"]*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _deeper_than(text: str, max_depth: int) -> bool:
+    """Whether containers nest deeper than `max_depth` (the outermost is at depth 1, as in
+    _problems), for a text without backslashes that json has parsed."""
+    if text.count("{") + text.count("[") <= max_depth:
+        return False
+    depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def _problems(value: Any, max_depth: int) -> Iterator[Problem]:
