@@ -23,7 +23,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate import collector, safe_json
+from annotate import bulk, collector, safe_json
 from annotate.bundles import (
     MAX_ID,
     MAX_SHORT_TEXT,
@@ -482,7 +482,10 @@ def import_judge_run(
         result.timeouts += v.status == Verdict.Status.TIMEOUT
         result.quotes_not_found += found is False
         result.self_judged += same_model(record.model, generator or "")
-    Verdict.objects.bulk_create(rows, batch_size=BATCH)
+    # COPY (annotate.bulk), not bulk_create: on PostgreSQL Django sends each batch as arrays
+    # that psycopg quotes value by value in Python, half of a 100,000-verdict import's time.
+    bulk.insert_instances(Verdict, rows)
+    bulk.after_commit(analyze=[Verdict])
     return result
 
 

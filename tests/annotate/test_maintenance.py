@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 
 from annotate.services import import_bundle, open_labelling
+from evaluation.judges import import_judge_run
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -53,3 +54,13 @@ def test_open_labelling_vacuums_the_answers_it_rewrote_and_a_no_op_import_touche
         again = import_bundle(lines=stream, project_slug="maint")
     assert again.counts["answer"]["unchanged"] == 60
     assert table_stats("annotate_claim")["analyzes"] == imported["analyzes"]
+
+
+def test_a_judge_run_import_analyses_the_verdicts_it_wrote():
+    with open(FIXTURES / "demo.jsonl", "rb") as stream:
+        project = import_bundle(lines=stream, project_slug="maint").project
+    before = table_stats("evaluation_verdict")
+    with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
+        run = import_judge_run(lines=stream, project=project).run
+    assert run.verdicts.count() > 0
+    assert table_stats("evaluation_verdict")["analyzes"] == before["analyzes"] + 1
