@@ -116,6 +116,22 @@ def insert_instances(model: type[models.Model], objs: Sequence[models.Model]) ->
     insert_rows(model, [f.column for f in fields], (row(obj) for obj in objs))
 
 
+def update_rows(
+    model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> int:
+    """Set `columns` of existing rows: each row is (pk, *values in `columns` order), plain
+    values (no JSON field). One parameterised UPDATE run for every row (executemany:
+    psycopg pipelines them). bulk_update builds a CASE expression over a batch's rows for
+    each column instead, in Python: 4.7 s of CPU to number 10,000 answers."""
+    table = model._meta.db_table
+    assignments = ", ".join(f'"{name}" = %s' for name in columns)
+    sql = f'UPDATE "{table}" SET {assignments} WHERE "{model._meta.pk.column}" = %s'
+    params = [(*values, pk) for pk, *values in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+    return len(params)
+
+
 def after_commit(
     *, analyze: Iterable[type[models.Model]] = (), vacuum: Iterable[type[models.Model]] = ()
 ) -> None:

@@ -47,11 +47,7 @@ def renumber_for_late_answers(project: Project, count: int) -> list[int]:
         # Free the numbers first: (project, task_number) is unique at every statement.
         pks = [pk for pk, _ in untaken]
         Answer.objects.filter(pk__in=pks).update(task_number=None)
-        Answer.objects.bulk_update(
-            [Answer(pk=pk, task_number=n) for pk, n in zip(pks, numbers, strict=False)],
-            ["task_number"],
-            batch_size=1000,
-        )
+        bulk.update_rows(Answer, ["task_number"], zip(pks, numbers, strict=False))
     return numbers[len(untaken) :]
 
 
@@ -75,12 +71,12 @@ def open_labelling(*, project: Project) -> Project:
     if not answers:
         raise ServiceError("The project has no answers to label yet: import a bundle first.")
     total = len(answers)
-    numbered = [
+    numbered = (
         # The queue walks the spread order; each reviewer starts at their own point in it.
-        Answer(pk=pk, task_number=number, queue_key=(number - 1 + 0.5) / total, full=False)
+        (pk, number, (number - 1 + 0.5) / total, False)
         for number, pk in enumerate(spread_order(answers), start=1)
-    ]
-    Answer.objects.bulk_update(numbered, ["task_number", "queue_key", "full"], batch_size=1000)
+    )
+    bulk.update_rows(Answer, ["task_number", "queue_key", "full"], numbered)
     bulk.after_commit(vacuum=[Answer])  # every answer row was rewritten: clear the old ones
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotate import bulk
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
 from annotate.selectors import CASE_FIELDS_NOT_SHOWN
 from annotate.services import (
@@ -183,6 +184,23 @@ def test_queue_spreads_the_answers_of_one_case_apart(open_team):
         .values_list("case_id", flat=True)
     )
     assert all(a != b for a, b in zip(order, order[1:], strict=False))
+
+
+@pytest.mark.django_db
+def test_opening_numbers_every_answer_through_one_bulk_update_of_rows(team, monkeypatch):
+    """Each answer gets its task number, queue key and `full` flag from bulk.update_rows, a
+    parameterised UPDATE run for every row (bulk_update built CASE expressions per batch of
+    1,000: 4.7 s of CPU for 10,000 answers)."""
+    calls = []
+    update_rows = bulk.update_rows
+    monkeypatch.setattr(bulk, "update_rows", lambda *a: calls.append(a) or update_rows(*a))
+    Answer.objects.filter(project=team).update(full=True)
+    open_labelling(project=team)
+    assert len(calls) == 1
+    rows = list(Answer.objects.filter(project=team).values_list("task_number", "queue_key", "full"))
+    total = len(rows)
+    assert sorted(number for number, _, _ in rows) == list(range(1, total + 1))
+    assert all(key == (number - 0.5) / total and not full for number, key, full in rows)
 
 
 def test_spread_order_keeps_each_group_apart_whenever_that_is_possible():
