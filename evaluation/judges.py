@@ -455,24 +455,30 @@ def import_judge_run(
         raise BundleInvalid([_name_taken(record, project)]) from None
 
     result = JudgeRunImportResult(run=run)
+    # Plain rows for COPY (annotate.bulk), not model instances for bulk_create: on PostgreSQL
+    # Django sends each batch as arrays that psycopg quotes value by value in Python, and
+    # 100,000 instances were most of the import's memory.
+    ids = bulk.allocate_ids(Verdict, len(parsed.verdicts))
     rows = []
-    for v in parsed.verdicts:
+    for pk, v in zip(ids, parsed.verdicts, strict=True):
         answer_pk, generator = answers[v.answer_id]
         found = quote_found(v.quote, v.evidence_ids, passages)
+        claim_pk = None if v.claim_index is None else claims[(answer_pk, v.claim_index)]
         rows.append(
-            Verdict(
-                run=run,
-                answer_id=answer_pk,
-                claim_id=None if v.claim_index is None else claims[(answer_pk, v.claim_index)],
-                line=v.line,
-                raw=v.raw,
-                status=v.status,
-                problem=v.problem[:255],
-                label=v.label,
-                relevance=v.relevance,
-                evidence_ids=v.evidence_ids,
-                quote=v.quote,
-                quote_found=found,
+            (
+                pk,
+                run.pk,
+                answer_pk,
+                claim_pk,
+                v.line,
+                v.raw,
+                v.status,
+                v.problem[:255],
+                v.label,
+                v.relevance,
+                v.evidence_ids,
+                v.quote,
+                found,
             )
         )
         result.verdicts += 1
@@ -482,11 +488,26 @@ def import_judge_run(
         result.timeouts += v.status == Verdict.Status.TIMEOUT
         result.quotes_not_found += found is False
         result.self_judged += same_model(record.model, generator or "")
-    # COPY (annotate.bulk), not bulk_create: on PostgreSQL Django sends each batch as arrays
-    # that psycopg quotes value by value in Python, half of a 100,000-verdict import's time.
-    bulk.insert_instances(Verdict, rows)
+    bulk.insert_rows(Verdict, VERDICT_COLUMNS, rows)
     bulk.after_commit(analyze=[Verdict])
     return result
+
+
+VERDICT_COLUMNS = (
+    "id",
+    "run_id",
+    "answer_id",
+    "claim_id",
+    "line",
+    "raw",
+    "status",
+    "problem",
+    "label",
+    "relevance",
+    "evidence_ids",
+    "quote",
+    "quote_found",
+)
 
 
 def _name_taken(record: RunRecord, project: Project) -> BundleError:
