@@ -205,6 +205,9 @@ def test_abstention_has_its_key_and_saves_are_announced_politely(page, demo, rev
     expect(announcer).to_contain_text("Whole answer saved")
     page.keyboard.press("a")
     expect(form.locator("input[name=abstention][value=unnecessary]")).to_be_checked()
+    # The answer's save and a claim's run side by side, and the region says whichever came
+    # back last: let this one come back before the claim's is started.
+    page.wait_for_function("() => document.body.dataset.saving === '0'")
     page.keyboard.press("1")
     expect(announcer).to_contain_text("Claim 1 saved")
     # the same element throughout: a region replaced on each save is not reliably read out
