@@ -493,21 +493,8 @@ def import_judge_run(
     return result
 
 
-VERDICT_COLUMNS = (
-    "id",
-    "run_id",
-    "answer_id",
-    "claim_id",
-    "line",
-    "raw",
-    "status",
-    "problem",
-    "label",
-    "relevance",
-    "evidence_ids",
-    "quote",
-    "quote_found",
-)
+# A verdict row's columns: the model's, in its field order (the rows above follow it).
+VERDICT_COLUMNS = tuple(field.column for field in Verdict._meta.concrete_fields)
 
 
 def _name_taken(record: RunRecord, project: Project) -> BundleError:
