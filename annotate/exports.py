@@ -478,13 +478,13 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
     value queries: model instances and nested prefetches were most of the export's time."""
     retrieved: dict[int, list[tuple[str, str, bool]]] = {pk: [] for pk in answer_ids}
     for answer_pk, *passage in (
-        RetrievedPassage.objects.filter(answer_id__any=answer_ids)
+        RetrievedPassage.objects.filter(answer_id__among=answer_ids)
         .order_by("answer_id", "rank")
         .values_list("answer_id", "passage__passage_id", "passage__text", "in_prompt")
     ):
         retrieved[answer_pk].append(tuple(passage))
     answers = {}
-    for pk, *fields in Answer.objects.filter(pk__any=answer_ids).values_list(
+    for pk, *fields in Answer.objects.filter(pk__among=answer_ids).values_list(
         "pk",
         "case__case_id",
         "answer_id",
@@ -500,7 +500,7 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
         answers[pk] = _answer_fields(base, fields, retrieved[pk])
     citations: dict[int, list[str]] = {}
     for claim_pk, cited_id in (
-        Citation.objects.filter(claim__answer_id__any=answer_ids)
+        Citation.objects.filter(claim__answer_id__among=answer_ids)
         .order_by("claim_id", "ordinal")
         .values_list("claim_id", "cited_id")
     ):
@@ -514,7 +514,7 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
             "citations": citations.get(pk, []),
         }
         for pk, ordinal, text, start, end in Claim.objects.filter(
-            answer_id__any=answer_ids
+            answer_id__among=answer_ids
         ).values_list("pk", "ordinal", "text", "start", "end")
     }
     return answers, claims

@@ -148,7 +148,7 @@ def pairs_for_project(
     schema = project.schema
     submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
     if answer_ids is not None:
-        submitted = submitted.filter(answer_id__any=answer_ids)
+        submitted = submitted.filter(answer_id__among=answer_ids)
     by_answer: dict[int, list[dict]] = defaultdict(list)
     for row in submitted.order_by("answer_id", "submitted_at", "pk").values(
         "pk",
@@ -184,7 +184,10 @@ def pairs_for_project(
     claims: dict[int, ItemPair] = {}
     # JSON columns as text, decoded through a cache: most are "{}" or "[]" or repeat, and
     # decoding each one was a good part of a 100,000-claim export's time.
-    labels = ClaimLabel.objects.filter(assignment_id__any=list(chosen)).values_list(
+    labels = ClaimLabel.objects.filter(assignment_id__among=list(chosen))
+    if answer_ids is not None:
+        labels = labels.filter(claim__answer_id__among=list(answer_pairs))
+    labels = labels.values_list(
         "assignment_id",
         "claim_id",
         "claim__ordinal",
@@ -218,7 +221,7 @@ def pairs_for_project(
             pair.b = values
     claim_pairs = [p for p in claims.values() if p.a and p.b]
 
-    decisions = Decision.objects.filter(answer_id__any=list(answer_pairs)).order_by(
+    decisions = Decision.objects.filter(answer_id__among=list(answer_pairs)).order_by(
         "decided_at", "pk"
     )
     latest: dict[tuple[int, int | None, str], Decision] = {}
@@ -447,7 +450,7 @@ def answer_shares(project: Project, label_sets: dict[int, int]) -> dict[int, Ans
         chunk = pks[start : start + QUEUE_CHUNK]
         split_of = {
             pk: judge_split(case_id)
-            for pk, case_id in Answer.objects.filter(pk__any=chunk).values_list(
+            for pk, case_id in Answer.objects.filter(pk__among=chunk).values_list(
                 "pk", "case__case_id"
             )
         }

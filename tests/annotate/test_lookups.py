@@ -1,4 +1,5 @@
-"""`__any`: the same rows as `__in`, with the list sent as one parameter on PostgreSQL."""
+"""`__any` and `__among`: the same rows as `__in`, with the list sent as one parameter on
+PostgreSQL (`__among` with its bounds too)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,14 @@ def test_any_finds_what_in_finds(lead, outsider):
         (ClaimLabel, "assignment__answer_id"),
         (Citation, "claim__answer_id"),
     ):
-        for ids in (some, answers, [], [max(answers) + 1000]):
-            found = set(model.objects.filter(**{f"{name}__any": ids}).values_list("pk", flat=True))
+        for ids in (some, answers, [], [max(answers) + 1000], [answers[-1], answers[0]]):
             expected = set(
                 model.objects.filter(**{f"{name}__in": ids}).values_list("pk", flat=True)
             )
-            assert found == expected
-            assert found or not ids or ids == [max(answers) + 1000]
+            assert expected or not ids or ids == [max(answers) + 1000]
+            for lookup in ("any", "among"):
+                found = model.objects.filter(**{f"{name}__{lookup}": ids})
+                assert set(found.values_list("pk", flat=True)) == expected, lookup
 
 
 @pytest.mark.postgres
@@ -38,3 +40,14 @@ def test_the_list_is_one_parameter_on_postgresql(lead, outsider):
         list(ClaimLabel.objects.filter(assignment__answer_id__any=ids).values_list("pk"))
     sql = queries.captured_queries[0]["sql"]
     assert "= ANY(" in sql and sql.count(str(ids[-1])) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_among_gives_the_planner_the_list_s_bounds(lead, outsider):
+    project = labelled_demo()
+    ids = list(Answer.objects.filter(project=project).values_list("pk", flat=True))[1:]
+    with CaptureQueriesContext(connection) as queries:
+        list(Citation.objects.filter(claim__answer_id__among=ids[::-1]).values_list("pk"))
+    sql = queries.captured_queries[0]["sql"]
+    assert "= ANY(" in sql and f"BETWEEN {min(ids)} AND {max(ids)}" in sql

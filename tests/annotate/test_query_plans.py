@@ -39,6 +39,9 @@ WATCHED = {
     "annotate_assignment",
     "annotate_claimlabel",
 }
+# The tables a chunk of the gold export reads by its answers, and a chunk's answers here.
+CHUNK = BIG_ANSWERS // 40
+CHUNKED = {"annotate_answer", "annotate_claim", "annotate_claimlabel"}
 INDEXED = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
 
 
@@ -314,3 +317,43 @@ def explain_indexes(sql: str) -> list[tuple[str, str]]:
         return found
 
     return walk(plan_of(sql))
+
+
+@pytest.mark.django_db
+def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, monkeypatch):
+    """The gold export and the adjudication queue's summary read a project 500 answers at a
+    time. A chunk is an eighth of this 4,000-answer project: asked for by a list alone
+    (`= ANY`), PostgreSQL costs 500 index descents above one sequential scan of the table,
+    and every chunk read every answer's claims and labels again (each chunk of a
+    10,000-answer export scanned 100,000 claims, 200,000 labels and 100,000 citations).
+    `__among` adds the list's bounds, which the planner reads as one index range. (A chunk's
+    1,000 assignments of this project's 8,000 are not watched: at that size a scan costs
+    less than the range, as the planner says; at 10,000 answers it takes the index.)"""
+    from annotate import exports, gold
+
+    others = [
+        get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
+    ]
+    project = big_project(others)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    # A chunk the share of this project that 500 answers are of a 20,000-answer one.
+    monkeypatch.setattr(exports, "GOLD_CHUNK", CHUNK)
+    monkeypatch.setattr(gold, "QUEUE_CHUNK", CHUNK)
+
+    with CaptureQueriesContext(connection) as export:
+        rows = sum(1 for _ in exports.gold_rows(project))
+    assert rows == BIG_ANSWERS * 3  # two claim rows and an answer row each
+    with CaptureQueriesContext(connection) as queue:
+        summary = gold.pair_summary(project)
+    assert sum(summary.claims.values()) == 2 * BIG_ANSWERS
+
+    read = set()
+    for name, captured in (("gold export", export), ("queue summary", queue)):
+        chunked = [q["sql"] for q in captured if "= ANY(" in q["sql"]]
+        assert len(chunked) >= 4 * BIG_ANSWERS // CHUNK, name
+        for sql in chunked:
+            touched = [s for s in explain(sql) if s[1] in CHUNKED]
+            assert {node for node, _ in touched} <= INDEXED, (name, touched, sql)
+            read.update(table for _, table in touched)
+    assert read == CHUNKED
