@@ -223,7 +223,8 @@
         keepalive: true, // a save started as the page is left still arrives
       });
     } catch (error) {
-      announce(`${what} not saved: the server cannot be reached. Your change stays on this page.`);
+      announce(`${what} not saved: the server cannot be reached. Your change stays on this page.`,
+        { kept: true });
       return;
     }
     const html = await response.text();
@@ -237,17 +238,17 @@
         stale.textContent = message;
         stale.hidden = false;
       }
-      announce(message);
+      announce(message, { kept: true });
     } else if (response.status === 409 && index === null && html.includes("answer-form")) {
       applyParts(html);
-      announce(answerForm().querySelector(".stale-message").textContent);
+      announce(answerForm().querySelector(".stale-message").textContent, { kept: true });
     } else if (response.ok) {
       applyParts(html);
       const time = document.querySelector("#task-status .save-time");
       if (time) time.textContent = "Saved " + new Date().toTimeString().slice(0, 8);
-      announce(`${what} saved.`);
+      announce(`${what} saved.`, { kept: true });
     } else {
-      announce(`${what} not saved: ${html.trim() || response.statusText}`);
+      announce(`${what} not saved: ${html.trim() || response.statusText}`, { kept: true });
     }
   }
 
@@ -318,10 +319,24 @@
     }
   }
 
-  function announce(text) {
+  // Messages waiting for the polite region's next reading, and its timer.
+  let unread = [];
+  let reading = null;
+
+  function announce(text, { kept = false } = {}) {
     // A polite region that stays on the page: replaced regions are not announced reliably.
+    // Messages that arrive within those 30 ms are written together: two saves that come back
+    // at once are both said (the answer's and a claim's run side by side). A message that is
+    // not `kept` (where the focus went) replaces one like it that is still waiting.
+    if (!kept) unread = unread.filter((message) => message.kept);
+    unread.push({ text, kept });
+    if (reading !== null) return;
     announcer.textContent = "";
-    window.setTimeout(() => { announcer.textContent = text; }, 30);
+    reading = window.setTimeout(() => {
+      announcer.textContent = unread.map((message) => message.text).join(" ");
+      unread = [];
+      reading = null;
+    }, 30);
   }
 
   const textLike = (el) => el && (el.tagName === "TEXTAREA" || el.isContentEditable ||

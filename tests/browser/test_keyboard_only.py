@@ -217,6 +217,31 @@ def test_abstention_has_its_key_and_saves_are_announced_politely(page, demo, rev
     assert task.abstention == "unnecessary"
 
 
+def test_saves_that_come_back_together_are_both_announced(page, demo, reviewer_a):
+    """The answer's save and a claim's run side by side. When their replies arrive together,
+    the polite region says both: it once kept only the last, so a screen-reader user who
+    pressed a claim key while the answer's save was on its way heard one of them."""
+    sign_in(page, reviewer_a)
+    task = task_of(demo, reviewer_a, "4nf/baseline")
+    open_task(page, task)
+    held = []
+    page.route(re.compile(r"/tasks/\d+/(answer|claims/\d+)/$"), lambda route: held.append(route))
+    page.keyboard.press("a")
+    page.keyboard.press("1")
+    while len(held) < 2:
+        page.wait_for_timeout(20)
+    # Both requests reach the server; their replies are handed to the page back to back.
+    replies = [route.fetch() for route in held]
+    for route, reply in zip(held, replies, strict=True):
+        route.fulfill(response=reply)
+    both = re.compile(r"(Whole answer saved.*Claim 1 saved|Claim 1 saved.*Whole answer saved)")
+    expect(page.locator("#announcer")).to_have_text(both)
+    page.wait_for_function("() => document.body.dataset.saving === '0'")
+    task.refresh_from_db()
+    assert task.abstention == "appropriate"
+    assert ClaimLabel.objects.get(assignment=task, claim__ordinal=0).support == "supported"
+
+
 def test_keys_and_selections_change_nothing_on_a_submitted_task(page, demo, reviewer_a):
     """A submitted task's form is a disabled fieldset: its inputs carry no disabled attribute
     of their own, so the script must ask :disabled -- or a key press on a task opened again
