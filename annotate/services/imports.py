@@ -491,6 +491,7 @@ def _stored_answers(pks: list[int]) -> dict[int, AnswerRecord]:
                     for c in a.claims.all()
                 ],
             )
+        collector.untie(answers)  # the import pauses the collector: see there
     return out
 
 

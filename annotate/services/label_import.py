@@ -106,7 +106,7 @@ def import_labels(
             [BundleError(0, "Labelling is not open: open it first so that the claims are locked.")]
         )
     # Tens of thousands of model instances; the only cycles among them, the prefetched
-    # answers', are broken by hand (_KnownAnswers.release).
+    # answers', are untied as each chunk is done (_KnownAnswers.release).
     with collector.paused():
         pending, result = _checked(lines, project)
         _write(project, pending, progress)
@@ -246,14 +246,9 @@ class _KnownAnswers:
                 self.holders[answer_pk] += 1
 
     def release(self) -> None:
-        """Free the answers read for the last chunk. Prefetching ties each claim and passage
-        row back to its answer (and each citation to its claim): reference cycles, which
-        the import's paused collector (annotate.collector) would keep until the end. The
-        prefetched lists are emptied, so reference counting frees them at once."""
-        for answer in self.answers.values():
-            for claim in answer.claims.all():
-                claim._prefetched_objects_cache.clear()
-            answer._prefetched_objects_cache.clear()
+        """Free the answers read for the last chunk: untied (see annotate.collector), or
+        the import's paused collector would keep them to the end."""
+        collector.untie(self.answers.values())
         self.answers = {}
 
 

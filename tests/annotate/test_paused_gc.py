@@ -54,3 +54,39 @@ def test_a_judge_run_import_runs_without_the_collector():
     assert import_judge_run(lines=lines(), project=project).run.verdicts.count() > 0
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+@pytest.mark.django_db
+def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkeypatch):
+    """A re-import compares each changed answer with the one stored, read with its claims,
+    citations and passages (prefetched: each row tied back to its parent). With the
+    collector paused those cycles stayed until the import's end: correcting every answer's
+    latency in the bench's 10,000-answer bundle took 842 MB. They are untied as each chunk
+    is compared (collector.untie), and none is alive when the import writes."""
+    import json
+
+    from annotate.models import Answer, Citation, Claim, RetrievedPassage
+    from annotate.services import imports
+
+    def alive() -> int:
+        kinds = (Claim, Citation, RetrievedPassage)
+        return sum(isinstance(o, kinds) for o in gc.get_objects())
+
+    project = import_bundle(lines=SMALL, project_slug="t").project
+    corrected = [
+        json.dumps({**json.loads(line), "elapsed_ms": 9}) if '"type": "answer"' in line else line
+        for line in SMALL
+    ]
+    write, seen = imports._write, []
+
+    def counting_write(*args):
+        seen.append(alive())
+        return write(*args)
+
+    monkeypatch.setattr(imports, "_write", counting_write)
+    gc.collect()
+    before = alive()
+    import_bundle(lines=corrected, project_slug="t", replace=True)
+    assert seen == [before]
+    elapsed = set(Answer.objects.filter(project=project).values_list("elapsed_ms", flat=True))
+    assert elapsed == {9}
