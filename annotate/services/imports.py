@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Count, Prefetch
+from django.db.models import Count
 
 from annotate import bulk, collector, safe_json
 from annotate.access import may_create_projects
@@ -450,48 +450,46 @@ def _plan_answers(
 
 
 def _stored_answers(pks: list[int]) -> dict[int, AnswerRecord]:
-    """Answers as the database holds them, as records (so that `row()` compares them)."""
+    """Answers as the database holds them, as records (so that `row()` compares them): four
+    flat queries a chunk of 500. Model instances with their prefetched rows were about half of
+    a 10,000-answer correction import's 17 s (profiled), and its memory (842 MB)."""
     out: dict[int, AnswerRecord] = {}
+    pks = sorted(pks)
     for start in range(0, len(pks), 500):  # SQLite caps the parameters of one query
-        answers = (
-            Answer.objects.filter(pk__in=pks[start : start + 500])
-            .select_related("case", "variant")
-            .prefetch_related(
-                Prefetch(
-                    "retrieved",
-                    queryset=RetrievedPassage.objects.select_related("passage").order_by("rank"),
-                ),
-                Prefetch(
-                    "claims",
-                    queryset=Claim.objects.order_by("ordinal").prefetch_related(
-                        Prefetch("citations", queryset=Citation.objects.order_by("ordinal"))
-                    ),
-                ),
-            )
-        )
-        for a in answers:
-            out[a.pk] = AnswerRecord(
-                line=0,
-                answer_id=a.answer_id,
-                case_id=a.case.case_id,
-                variant=a.variant.name,
-                text=a.text,
-                sample=a.sample,
-                abstained=a.abstained,
-                elapsed_ms=a.elapsed_ms,
-                request_cost=a.request_cost,
-                retrieved=[
-                    RetrievedRecord(r.passage.passage_id, r.rank, r.score, r.in_prompt)
-                    for r in a.retrieved.all()
-                ],
-                claims=[
-                    ClaimRecord(
-                        c.text, c.start, c.end, tuple(x.cited_id for x in c.citations.all())
-                    )
-                    for c in a.claims.all()
-                ],
-            )
-        collector.untie(answers)  # the import pauses the collector: see there
+        chunk = pks[start : start + 500]
+        retrieved: dict[int, list[RetrievedRecord]] = defaultdict(list)
+        for answer_pk, *passage in (
+            RetrievedPassage.objects.filter(answer_id__among=chunk)
+            .order_by("answer_id", "rank")
+            .values_list("answer_id", "passage__passage_id", "rank", "score", "in_prompt")
+        ):
+            retrieved[answer_pk].append(RetrievedRecord(*passage))
+        cited: dict[int, list[str]] = defaultdict(list)
+        for claim_pk, cited_id in (
+            Citation.objects.filter(claim__answer_id__among=chunk)
+            .order_by("claim_id", "ordinal")
+            .values_list("claim_id", "cited_id")
+        ):
+            cited[claim_pk].append(cited_id)
+        claims: dict[int, list[ClaimRecord]] = defaultdict(list)
+        for claim_pk, answer_pk, *span in (
+            Claim.objects.filter(answer_id__among=chunk)
+            .order_by("answer_id", "ordinal")
+            .values_list("pk", "answer_id", "text", "start", "end")
+        ):
+            claims[answer_pk].append(ClaimRecord(*span, tuple(cited[claim_pk])))
+        for pk, *fields in Answer.objects.filter(pk__among=chunk).values_list(
+            "pk",
+            "answer_id",
+            "case__case_id",
+            "variant__name",
+            "text",
+            "sample",
+            "abstained",
+            "elapsed_ms",
+            "request_cost",
+        ):
+            out[pk] = AnswerRecord(0, *fields, retrieved=retrieved[pk], claims=claims[pk])
     return out
 
 
@@ -837,15 +835,28 @@ def _write_answers(
 def _write_corrections(corrections: list[_Correction], result: ImportResult) -> None:
     """Correct answers in place, keeping their claims, task numbers and labels, and record
     what changed."""
+    # In bulk (an UPDATE each, pipelined): a query per answer through the ORM was about a
+    # quarter of a 10,000-answer correction's 17 s (profiled).
+    bulk.update_rows(
+        Answer,
+        ["elapsed_ms", "request_cost", "content_hash"],
+        (
+            (c.pk, c.record.elapsed_ms, c.record.request_cost, content_hash(c.record.row()))
+            for c in corrections
+        ),
+    )
+    bulk.update_rows(
+        RetrievedPassage,
+        ["score"],
+        (
+            (c.pk, r.rank, r.score)
+            for c in corrections
+            for r in c.record.retrieved
+            if f"retrieved[rank {r.rank}].score" in c.changes
+        ),
+        by=["answer_id", "rank"],
+    )
     for c in corrections:
-        Answer.objects.filter(pk=c.pk).update(
-            elapsed_ms=c.record.elapsed_ms,
-            request_cost=c.record.request_cost,
-            content_hash=content_hash(c.record.row()),
-        )
-        for r in c.record.retrieved:
-            if f"retrieved[rank {r.rank}].score" in c.changes:
-                RetrievedPassage.objects.filter(answer_id=c.pk, rank=r.rank).update(score=r.score)
         result.corrections.append((c.record.answer_id, c.changes, c.labelled))
     AnswerCorrection.objects.bulk_create(
         AnswerCorrection(answer_id=c.pk, changes=c.changes, labelled=c.labelled)

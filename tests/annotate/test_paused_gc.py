@@ -58,11 +58,11 @@ def test_a_judge_run_import_runs_without_the_collector():
 
 @pytest.mark.django_db
 def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkeypatch):
-    """A re-import compares each changed answer with the one stored, read with its claims,
-    citations and passages (prefetched: each row tied back to its parent). With the
-    collector paused those cycles stayed until the import's end: correcting every answer's
-    latency in the bench's 10,000-answer bundle took 842 MB. They are untied as each chunk
-    is compared (collector.untie), and none is alive when the import writes."""
+    """A re-import compares each changed answer with the one stored. Read as model instances
+    with their claims, citations and passages prefetched (each row tied back to its parent),
+    with the collector paused, they all stayed until the import's end: correcting every
+    answer's latency in the bench's 10,000-answer bundle took 842 MB. They are read as flat
+    rows, and no claim, citation or retrieved row is alive when the import writes."""
     import json
 
     from annotate.models import Answer, Citation, Claim, RetrievedPassage

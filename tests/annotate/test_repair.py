@@ -95,6 +95,7 @@ def test_replace_corrects_latency_cost_and_scores_of_a_labelled_answer_and_keeps
         rows, answer.answer_id, elapsed_ms=1234.5, request_cost=0.5, retrieved=retrieved
     )
     before = labels_state()
+    scores = dict(RetrievedPassage.objects.values_list("pk", "score"))
 
     result = import_bundle(lines=lines(rows), project_slug="demo", replace=True)
 
@@ -102,7 +103,10 @@ def test_replace_corrects_latency_cost_and_scores_of_a_labelled_answer_and_keeps
     assert result.counts["answer"]["unchanged"] == demo.answers.count() - 1
     answer.refresh_from_db()
     assert (answer.elapsed_ms, answer.request_cost) == (1234.5, 0.5)
-    assert RetrievedPassage.objects.get(pk=first.pk).score == 0.25
+    assert dict(RetrievedPassage.objects.values_list("pk", "score")) == {
+        **scores,
+        first.pk: 0.25,  # that one passage of that one answer, no other
+    }
     assert labels_state() == before  # the labels, their revisions and the task are kept
     correction = AnswerCorrection.objects.get()
     assert correction.answer == answer and correction.labelled
