@@ -12,8 +12,8 @@ runs again when the last reader in the process is done (a gunicorn worker's thre
 one collector). What it would have freed early are reference cycles, and model instances
 read with prefetch_related make them: each prefetched row is tied back to its parent. A
 reader that lets such instances go while paused unties them first (untie), or they stay
-until the end: the label import held every answer its file named, 497 MB for 10,000 label
-sets, and a correction import of the bench's 10,000-answer bundle every stored answer, 842
+until the end: the label import held every answer its file named, 486 MB for 10,000 label
+sets, and a correction import of the bench's 10,000-answer bundle every stored answer, 823
 MB (it reads flat rows now).
 """
 

@@ -311,7 +311,7 @@ _LABEL_FIELDS = tuple(
 class _Pending:
     """A checked label set waiting to be written. It names its answer and claims by key: the
     checked instances hold the answer with its claims, citations and passages, and a file's
-    worth of them was most of an import's memory (498 MB for 10,000 label sets)."""
+    worth of them was most of an import's memory (486 MB for 10,000 label sets)."""
 
     line: int
     assignment: Assignment

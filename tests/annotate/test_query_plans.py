@@ -39,9 +39,10 @@ WATCHED = {
     "annotate_assignment",
     "annotate_claimlabel",
 }
-# The tables a chunk of the gold export reads by its answers, and a chunk's answers here.
+# The tables a chunk of the gold export reads by its answers, and a chunk's answers here: the
+# share of this project that 500 answers are of a 20,000-answer one.
 CHUNK = BIG_ANSWERS // 40
-CHUNKED = {"annotate_answer", "annotate_claim", "annotate_claimlabel"}
+CHUNKED = {"annotate_answer", "annotate_assignment", "annotate_claim", "annotate_claimlabel"}
 INDEXED = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
 
 
@@ -322,13 +323,12 @@ def explain_indexes(sql: str) -> list[tuple[str, str]]:
 @pytest.mark.django_db
 def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, monkeypatch):
     """The gold export and the adjudication queue's summary read a project 500 answers at a
-    time. A chunk is an eighth of this 4,000-answer project: asked for by a list alone
-    (`= ANY`), PostgreSQL costs 500 index descents above one sequential scan of the table,
-    and every chunk read every answer's claims and labels again (each chunk of a
-    10,000-answer export scanned 100,000 claims, 200,000 labels and 100,000 citations).
-    `__among` adds the list's bounds, which the planner reads as one index range. (A chunk's
-    1,000 assignments of this project's 8,000 are not watched: at that size a scan costs
-    less than the range, as the planner says; at 10,000 answers it takes the index.)"""
+    time (here a fortieth of the project, CHUNK). Asked for by a list alone (`= ANY`), a
+    chunk's rows cost PostgreSQL one index descent per answer, which it prices above one
+    sequential scan of the table, so every chunk read every answer's claims and labels
+    again (each chunk of a 10,000-answer export scanned 100,000 claims, 200,000 labels and
+    100,000 citations). `__among` adds the list's bounds, which the planner reads as one
+    index range."""
     from annotate import exports, gold
 
     others = [
@@ -337,7 +337,6 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     project = big_project(others)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    # A chunk the share of this project that 500 answers are of a 20,000-answer one.
     monkeypatch.setattr(exports, "GOLD_CHUNK", CHUNK)
     monkeypatch.setattr(gold, "QUEUE_CHUNK", CHUNK)
 
