@@ -188,27 +188,14 @@ def test_an_import_holds_none_of_the_answers_it_checked_while_it_writes(monkeypa
     passages, and let go after the chunk: none is alive when the label sets are written.
     Kept for the whole file (prefetched rows tie each claim back to its answer, and the
     import pauses the cycle collector), 10,000 label sets took the import to 486 MB."""
-    import gc
-
     from annotate.models import Citation, Claim, RetrievedPassage
     from annotate.services import label_import
-
-    def alive() -> int:
-        kinds = (Answer, Claim, Citation, RetrievedPassage)
-        # type(), not isinstance(): a dead weak proxy among them raises on isinstance.
-        return sum(type(o) in kinds for o in gc.get_objects())
+    from tests.annotate.test_paused_gc import alive_at
 
     monkeypatch.setattr(label_import, "LINE_CHUNK", 7)
     project = _opened_demo("held")
     lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
-    write, seen = label_import._write, []
-
-    def counting_write(*args):
-        seen.append(alive())
-        return write(*args)
-
-    monkeypatch.setattr(label_import, "_write", counting_write)
-    gc.collect()
-    before = alive()
+    kinds = (Answer, Claim, Citation, RetrievedPassage)
+    before, seen = alive_at(monkeypatch, label_import, "_write", kinds)
     assert import_labels(lines=lines, project=project).created == len(lines)
     assert seen == [before]

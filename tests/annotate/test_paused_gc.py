@@ -56,6 +56,25 @@ def test_a_judge_run_import_runs_without_the_collector():
     assert gc.isenabled()
 
 
+def alive_at(monkeypatch, module, name: str, kinds: tuple[type, ...]) -> tuple[int, list[int]]:
+    """Make `module.name` count, each time it is called, the instances of exactly `kinds`
+    alive in the process. Returns (how many are alive now, the list the counts go to)."""
+
+    def alive() -> int:
+        # type(), not isinstance(): a dead weak proxy among them raises on isinstance.
+        return sum(type(o) in kinds for o in gc.get_objects())
+
+    function, seen = getattr(module, name), []
+
+    def counting(*args, **kwargs):
+        seen.append(alive())
+        return function(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    gc.collect()
+    return alive(), seen
+
+
 @pytest.mark.django_db
 def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkeypatch):
     """A re-import compares each changed answer with the one stored. Read as model instances
@@ -68,25 +87,12 @@ def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkey
     from annotate.models import Answer, Citation, Claim, RetrievedPassage
     from annotate.services import imports
 
-    def alive() -> int:
-        kinds = (Claim, Citation, RetrievedPassage)
-        # type(), not isinstance(): a dead weak proxy among them raises on isinstance.
-        return sum(type(o) in kinds for o in gc.get_objects())
-
     project = import_bundle(lines=SMALL, project_slug="t").project
     corrected = [
         json.dumps({**json.loads(line), "elapsed_ms": 9}) if '"type": "answer"' in line else line
         for line in SMALL
     ]
-    write, seen = imports._write, []
-
-    def counting_write(*args):
-        seen.append(alive())
-        return write(*args)
-
-    monkeypatch.setattr(imports, "_write", counting_write)
-    gc.collect()
-    before = alive()
+    before, seen = alive_at(monkeypatch, imports, "_write", (Claim, Citation, RetrievedPassage))
     import_bundle(lines=corrected, project_slug="t", replace=True)
     assert seen == [before]
     elapsed = set(Answer.objects.filter(project=project).values_list("elapsed_ms", flat=True))
