@@ -9,12 +9,15 @@ indexes as `IN`); elsewhere it is an `IN` list of plain parameters.
 
 `field__among=ids` is the same membership for a chunk: a few hundred keys that sit together
 in a large table (500 answers of a 10,000-answer project, their claims, labels and
-citations). PostgreSQL 15 costs an index scan on `= ANY` as one descent per key, which for
-500 keys it prices above one sequential scan of the table, so every chunk of an export read
-every claim. `__among` adds the list's bounds (`BETWEEN min AND max`), which the index reads
-as one range. The planner multiplies the two conditions' selectivities and expects fewer
-rows than come; for a chunk that only tips it further towards the index. Not for lists that
-span a project (its bounds say little, and the estimate is then too low for a join).
+citations). For 500 keys PostgreSQL 15 prices the index (a descent per key, then the rows'
+pages) above one sequential scan of the table, so every chunk of an export read every
+claim: 8.6 ms for a chunk's claims, against 1.1 ms through the index. `__among` adds the
+list's bounds (`BETWEEN min AND max`). They change nothing in what is read (the index still
+descends once per key; the bounds are redundant there), but the planner multiplies the two
+conditions' selectivities, expects that share of the chunk's rows (248 of 5,000 for a
+chunk a twentieth of the table), and takes the index.
+The estimate is low on purpose, which is why `__among` is for chunks only: over a list that
+spans a project it could pick nested loops where a hash join is the better plan.
 """
 
 from __future__ import annotations

@@ -327,8 +327,8 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     chunk's rows cost PostgreSQL one index descent per answer, which it prices above one
     sequential scan of the table, so every chunk read every answer's claims and labels
     again (each chunk of a 10,000-answer export scanned 100,000 claims, 200,000 labels and
-    100,000 citations). `__among` adds the list's bounds, which the planner reads as one
-    index range."""
+    100,000 citations). `__among` adds the list's bounds, which lower the planner's
+    estimate until it takes the index (annotate/lookups.py says how)."""
     from annotate import exports, gold
 
     others = [
