@@ -1,6 +1,7 @@
 """Model-judge pages, included under p/<slug:slug>/judges/ by config.urls. The views are
-imported on their first request (config.lazy): a run's and a comparison's pages carry the
-statistics stack; the list of runs and the upload do not."""
+imported on their first request (config.lazy). A comparison, one answer's detail and the
+few-shot file compute in the request and load the statistics stack; a run's page shows what a
+worker stored, and it, the list of runs and the upload do not."""
 
 from django.urls import path
 

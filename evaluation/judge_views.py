@@ -3,6 +3,12 @@ comparing two runs, one answer as judge and gold see it, and the few-shot downlo
 
 Thin views: parse the request, call evaluation.judges (writes) or evaluation.judge_reports
 (reads), render. Every page is lead-only; anyone else gets 404 from `project_view`.
+
+A run's page and its JSON show the calibration a worker stored (jobs.reports): they import
+no statistics library. judge_reports (numpy, scipy, scikit-learn) is imported by the views
+that compute in the request -- a comparison, one answer's detail, the few-shot file -- when
+first called: a web worker that only showed a run's page went from 76 to 198 MB, and its
+first view took 1.7 s, importing them.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from annotate import csvsafe
 from annotate.models import Answer, Role
 from annotate.paging import paginate
 from annotate.views import project_view
-from evaluation import charts, judge_reports
+from evaluation import charts
 from evaluation.agreement_views import short_label
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
@@ -332,6 +338,8 @@ def judge_compare(request, project, role):
     form = CompareForm(request.GET or None, runs=runs)
     comparison = None
     if form.is_valid():
+        from evaluation import judge_reports
+
         comparison = judge_reports.compare_runs(
             run_a=form.cleaned_data["a"], run_b=form.cleaned_data["b"], split=form.chosen_split()
         )
@@ -355,6 +363,8 @@ def judge_answer(request, project, role, run_pk, answer_pk):
     answer = Answer.objects.filter(project=project, pk=answer_pk).select_related("case").first()
     if answer is None:
         raise Http404("Not found")
+    from evaluation import judge_reports
+
     detail = judge_reports.answer_detail(run=run, answer=answer)
     return render(
         request,
@@ -366,6 +376,8 @@ def judge_answer(request, project, role, run_pk, answer_pk):
 @require_GET
 @project_view(Role.LEAD)
 def judge_few_shot(request, project, role):
+    from evaluation import judge_reports
+
     examples = judge_reports.few_shot_examples(project)
     lines = (json.dumps(example, ensure_ascii=False) + "\n" for example in examples)
     response: HttpResponse = StreamingHttpResponse(lines, content_type="application/jsonl")
