@@ -138,7 +138,8 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     """A worker computes the agreement, evaluation and calibration reports; a web worker
     only shows them. Shown by a fresh process, each page carries its report, and none loaded
     numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
-    1.7 s, on its first view at 10,000 answers) to show what was stored."""
+    1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
+of the same reports, likewise."""
     from annotate.gold import DEFAULT_SPLIT
     from evaluation.judges import import_judge_run
     from jobs import reports
@@ -155,6 +156,10 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
         "agreement": reverse("agreement", kwargs={"slug": project.slug}),
         "evaluation": reverse("evaluation:report", kwargs={"slug": project.slug}),
         "calibration": reverse("judge_run", kwargs={"slug": project.slug, "run_pk": run.pk}),
+        # The API's answers of the same stored reports.
+        "agreement API": f"/api/v1/projects/{project.slug}/agreement/",
+        "evaluation API": f"/api/v1/projects/{project.slug}/evaluation/",
+        "calibration API": f"/api/v1/projects/{project.slug}/judge-runs/{run.pk}/calibration/",
     }
     out = subprocess.run(
         [sys.executable, "-c", SHOW % (HEAVY,), *urls.values()],
@@ -169,6 +174,9 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
         "agreement": "Cohen&#x27;s kappa with 95% intervals, slice all",
         "evaluation": 'id="retrieval-title"',
         "calibration": 'id="calibration-charts"',
+        "agreement API": '"slices"',
+        "evaluation API": '"retrieval"',
+        "calibration API": '"human_kappa"',
     }
     for kind, url in urls.items():
         assert marks[kind] in shown["pages"][url], kind  # the report, not the waiting page
