@@ -731,19 +731,15 @@ def _parse_answer(line: _Line, bundle: Bundle) -> None:
     ranks: set[int] = set()
     retrieved_ids: set[str] = set()
     for i, item in enumerate(line.object_list("retrieved")):
-        sub = _Line(line.lineno, item, line.errors, where=f"retrieved[{i}]: ")
-        for key in sorted(set(item) - {"passage_id", "rank", "score", "in_prompt"}):
-            sub.error(f"unknown field '{key}' (allowed: in_prompt, passage_id, rank, score)")
-        entry = RetrievedRecord(
-            passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
-            rank=sub.integer("rank", required=True, minimum=1, maximum=MAX_INT32),
-            score=sub.number("score"),
-            in_prompt=sub.boolean("in_prompt"),
-        )
+        entry = _plain_retrieved(item) or _checked_retrieved(_item(line, "retrieved", i, item))
         if entry.rank in ranks:
-            sub.error(f"rank {entry.rank} appears twice in this answer's ranking")
+            _item(line, "retrieved", i, item).error(
+                f"rank {entry.rank} appears twice in this answer's ranking"
+            )
         if entry.passage_id in retrieved_ids:
-            sub.error(f"passage '{entry.passage_id}' appears twice in this answer's ranking")
+            _item(line, "retrieved", i, item).error(
+                f"passage '{entry.passage_id}' appears twice in this answer's ranking"
+            )
         ranks.add(entry.rank)
         retrieved_ids.add(entry.passage_id)
         record.retrieved.append(entry)
@@ -764,36 +760,113 @@ def _parse_claims(line: _Line, text: str) -> list[ClaimRecord]:
     claims: list[ClaimRecord] = []
     previous_end = 0
     for i, item in enumerate(line.object_list("claims")):  # spans bound them by the text
-        sub = _Line(line.lineno, item, line.errors, where=f"claims[{i}]: ")
-        for key in sorted(set(item) - {"text", "start", "end", "citations"}):
-            sub.error(f"unknown field '{key}' (allowed: citations, end, start, text)")
-        claim = ClaimRecord(
-            text=sub.string("text", required=True, max_length=MAX_TEXT),
-            start=sub.integer("start", required=True, minimum=0, maximum=MAX_TEXT),
-            end=sub.integer("end", required=True, minimum=0, maximum=MAX_TEXT),
-            citations=tuple(
-                dict.fromkeys(
-                    sub.string_list("citations", max_length=MAX_ID, max_items=MAX_CITATIONS)
-                )
-            ),
-        )
-        if claim.end <= claim.start:
-            sub.error(f"span [{claim.start}, {claim.end}) is empty or reversed")
-        elif claim.end > len(text):
-            sub.error(
-                f"span [{claim.start}, {claim.end}) lies outside the answer text "
-                f"({len(text)} characters)"
-            )
-        elif claim.start < previous_end:
-            sub.error(
-                f"span [{claim.start}, {claim.end}) overlaps or precedes the previous claim "
-                f"(which ends at {previous_end}); claims must be in order and not overlap"
-            )
-        elif claim.text and not claim_text_matches(claim.text, text[claim.start : claim.end]):
-            sub.error(_span_mismatch(claim, text))
+        claim = _plain_claim(item) or _checked_claim(_item(line, "claims", i, item))
+        problem = _span_problem(claim, text, previous_end)
+        if problem:
+            _item(line, "claims", i, item).error(problem)
         previous_end = max(previous_end, claim.end)
         claims.append(claim)
     return claims
+
+
+def _item(line: _Line, key: str, i: int, item: dict[str, Any]) -> _Line:
+    """A list item's own _Line: its errors name the item (`claims[3]: ...`)."""
+    return _Line(line.lineno, item, line.errors, where=f"{key}[{i}]: ")
+
+
+def _span_problem(claim: ClaimRecord, text: str, previous_end: int) -> str | None:
+    if claim.end <= claim.start:
+        return f"span [{claim.start}, {claim.end}) is empty or reversed"
+    if claim.end > len(text):
+        return (
+            f"span [{claim.start}, {claim.end}) lies outside the answer text "
+            f"({len(text)} characters)"
+        )
+    if claim.start < previous_end:
+        return (
+            f"span [{claim.start}, {claim.end}) overlaps or precedes the previous claim "
+            f"(which ends at {previous_end}); claims must be in order and not overlap"
+        )
+    if claim.text and not claim_text_matches(claim.text, text[claim.start : claim.end]):
+        return _span_mismatch(claim, text)
+    return None
+
+
+# Claims and retrieved passages are most of a bundle's items (ten of each an answer in the
+# benchmark's): checking each through _Line's typed getters took a quarter of parsing. An item
+# that plainly passes every check is read directly; any other goes the checked way, which
+# finds and words its problems. `_plain_*` accepts only what the checked way accepts unchanged
+# (tests/annotate/test_fuzz_imports.py holds them to that).
+_CLAIM_KEYS = frozenset({"text", "start", "end", "citations"})
+_RETRIEVED_KEYS = frozenset({"passage_id", "rank", "score", "in_prompt"})
+
+
+def _plain_claim(item: dict[str, Any]) -> ClaimRecord | None:
+    """The claim `item` holds when it is plainly valid, else None."""
+    text, start, end = item.get("text"), item.get("start"), item.get("end")
+    if not (
+        item.keys() <= _CLAIM_KEYS
+        and type(text) is str
+        and len(text) <= MAX_TEXT
+        and text.strip()
+        and type(start) is int
+        and 0 <= start <= MAX_TEXT
+        and type(end) is int
+        and 0 <= end <= MAX_TEXT
+    ):
+        return None
+    citations = item.get("citations")
+    if citations is None:
+        return ClaimRecord(text, start, end, ())
+    if not (
+        type(citations) is list
+        and len(citations) <= MAX_CITATIONS
+        and all(type(c) is str and len(c) <= MAX_ID for c in citations)
+    ):
+        return None
+    return ClaimRecord(text, start, end, tuple(dict.fromkeys(citations)))
+
+
+def _checked_claim(sub: _Line) -> ClaimRecord:
+    for key in sorted(set(sub.obj) - _CLAIM_KEYS):
+        sub.error(f"unknown field '{key}' (allowed: citations, end, start, text)")
+    return ClaimRecord(
+        text=sub.string("text", required=True, max_length=MAX_TEXT),
+        start=sub.integer("start", required=True, minimum=0, maximum=MAX_TEXT),
+        end=sub.integer("end", required=True, minimum=0, maximum=MAX_TEXT),
+        citations=tuple(
+            dict.fromkeys(sub.string_list("citations", max_length=MAX_ID, max_items=MAX_CITATIONS))
+        ),
+    )
+
+
+def _plain_retrieved(item: dict[str, Any]) -> RetrievedRecord | None:
+    """The retrieved passage `item` holds when it is plainly valid, else None."""
+    passage_id, rank = item.get("passage_id"), item.get("rank")
+    score, in_prompt = item.get("score"), item.get("in_prompt")
+    if (
+        item.keys() <= _RETRIEVED_KEYS
+        and type(passage_id) is str
+        and len(passage_id) <= MAX_ID
+        and passage_id.strip()
+        and type(rank) is int
+        and 1 <= rank <= MAX_INT32
+        and (score is None or type(score) is float or type(score) is int)
+        and (in_prompt is None or type(in_prompt) is bool)
+    ):
+        return RetrievedRecord(passage_id, rank, score, bool(in_prompt))
+    return None
+
+
+def _checked_retrieved(sub: _Line) -> RetrievedRecord:
+    for key in sorted(set(sub.obj) - _RETRIEVED_KEYS):
+        sub.error(f"unknown field '{key}' (allowed: in_prompt, passage_id, rank, score)")
+    return RetrievedRecord(
+        passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
+        rank=sub.integer("rank", required=True, minimum=1, maximum=MAX_INT32),
+        score=sub.number("score"),
+        in_prompt=sub.boolean("in_prompt"),
+    )
 
 
 def claim_text_matches(claim_text: str, span: str) -> bool:

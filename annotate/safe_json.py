@@ -169,26 +169,31 @@ def _may_have_problems(text: str, made: int, max_depth: int) -> bool:
     thread's count of problem values before the parse). Most documents are clean, and the
     walk visited every value of every line again in Python (6% of a bundle import's CPU).
     It can find nothing unless the parse made a problem value (a non-finite or
-    out-of-range number, a key given twice); or the text holds a control character or a
-    surrogate, or a backslash (an escape may decode to one: strict json refuses them raw in a
-    string); or the nesting goes deeper than `max_depth`."""
-    if _marks.made != made or "\\" in text or _BAD_CHAR.search(text):
+    out-of-range number, a key given twice); or the text holds a backslash (an escape may
+    decode to a control character or a surrogate) or a surrogate; or the nesting goes deeper
+    than `max_depth`. A raw control character cannot be in a text json parsed: strict json
+    refuses one in a string, and outside strings only JSON's whitespace may stand. Nor can a
+    surrogate be in an ASCII text, which str knows without reading it: most lines skip the
+    search (a sixth of a bundle import's JSON time)."""
+    if _marks.made != made or "\\" in text:
+        return True
+    if not text.isascii() and _BAD_CHAR.search(text):
         return True
     return _deeper_than(text, max_depth)
 
 
-# Without a backslash, a JSON string is a quote, anything but a quote, a quote.
-_STRING = re.compile(r'"[^"]*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 def _deeper_than(text: str, max_depth: int) -> bool:
     """Whether containers nest deeper than `max_depth` (the outermost is at depth 1, as in
-    _problems), for a text without backslashes that json has parsed."""
+    _problems), for a text without backslashes that json has parsed. Without a backslash, a
+    JSON string is a quote, anything but a quote, a quote: the text outside strings is every
+    other piece between quotes."""
     if text.count("{") + text.count("[") <= max_depth:
         return False
     depth = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+    for bracket in _NOT_BRACKETS.sub("", "".join(text.split('"')[0::2])):
         if bracket in "[{":
             depth += 1
             if depth > max_depth:

@@ -10,7 +10,20 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.bundles import FIELDS, BundleInvalid, parse_bundle
+from annotate.bundles import (
+    FIELDS,
+    MAX_CITATIONS,
+    MAX_ID,
+    MAX_INT32,
+    MAX_TEXT,
+    BundleInvalid,
+    _checked_claim,
+    _checked_retrieved,
+    _Line,
+    _plain_claim,
+    _plain_retrieved,
+    parse_bundle,
+)
 from annotate.exports import bundle_rows
 from annotate.models import (
     Answer,
@@ -32,6 +45,7 @@ from annotate.services import add_member, import_bundle, import_labels, next_tas
 from annotate.services.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
+    JSON_VALUES,
     check_refusal,
     fuzz,
     in_savepoint,
@@ -99,6 +113,66 @@ def test_fuzz_parse_bundle_on_random_objects(lines):
         parse_bundle([SMALL[0], *lines])
     except BundleInvalid as exc:
         check_refusal(exc)
+
+
+# A claim's and a retrieved passage's fields: mostly values a checked read accepts (up to
+# each limit), at times one just past a limit or of the wrong kind, and then anything.
+def _mostly(good: list, bad: list):
+    return st.sampled_from(good * 3 + bad)
+
+
+TEXTS = _mostly(["a claim", "x" * MAX_TEXT], ["", " ", "\u3000", "x" * (MAX_TEXT + 1), 3])
+IDS = _mostly(["doc-1:p1", "p" * MAX_ID], ["", " ", "p" * (MAX_ID + 1), 7, None])
+ID_LISTS = _mostly(
+    [None, [], ["doc-1:p1", "doc-1:p1"], ["p" * MAX_ID], ["doc-1:p1"] * MAX_CITATIONS],
+    [["doc-1:p1"] * (MAX_CITATIONS + 1), ["p" * (MAX_ID + 1)], ["", 7], [None], "doc-1:p1"],
+)
+OFFSETS = _mostly([0, 1, 2, MAX_TEXT], [-1, MAX_TEXT + 1, True, 1.0, "1"])
+CLAIM = {"text": TEXTS, "start": OFFSETS, "end": OFFSETS, "citations": ID_LISTS}
+RETRIEVED = {
+    "passage_id": IDS,
+    "rank": _mostly([1, 2, MAX_INT32], [0, -1, MAX_INT32 + 1, True, 1.0, "1"]),
+    "score": _mostly([None, 0.5, 1, -2, 1e300], [True, "0.5", [1]]),
+    "in_prompt": _mostly([None, True, False], [1, 0, "true"]),
+}
+
+
+@st.composite
+def _items(draw, fields: dict):
+    item = {}
+    for key, values in fields.items():
+        chosen = draw(st.sampled_from([values] * 8 + [JSON_VALUES, None]))  # None: left out
+        if chosen is not None:
+            item[key] = draw(chosen)
+    if draw(st.sampled_from([False] * 9 + [True])):
+        item["extra"] = draw(JSON_VALUES)
+    return item
+
+
+@fuzz(examples=400)
+@given(item=_items(CLAIM))
+def test_fuzz_a_plain_claim_is_what_the_checked_way_reads_without_a_problem(item):
+    """_plain_claim reads a claim directly only when the checked way finds no problem in it,
+    and reads the same record; and every claim without a problem is read directly."""
+    errors = []
+    checked = _checked_claim(_Line(1, item, errors))
+    plain = _plain_claim(item)
+    event("read directly" if plain is not None else "checked")
+    assert (plain is not None) == (not errors), (item, errors)
+    if plain is not None:
+        assert plain == checked
+
+
+@fuzz(examples=400)
+@given(item=_items(RETRIEVED))
+def test_fuzz_a_plain_retrieved_passage_is_what_the_checked_way_reads(item):
+    errors = []
+    checked = _checked_retrieved(_Line(1, item, errors))
+    plain = _plain_retrieved(item)
+    event("read directly" if plain is not None else "checked")
+    assert (plain is not None) == (not errors), (item, errors)
+    if plain is not None:
+        assert plain == checked and type(plain.in_prompt) is bool
 
 
 # --- import_bundle: into a new project, a draft one, an open one with a labelled answer ------

@@ -81,10 +81,15 @@ def test_loads_refuses_what_the_full_walk_refuses_and_nothing_else(text):
         "[" * 40 + "]" * 40,  # deeper than 32
         '{"a": "' + "[" * 40 + '"}',  # brackets in a string are not nesting
         '{"a": "\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}',  # nor after an escaped quote
+        '{"a": "é\ud800"}',  # a lone surrogate, raw: a str from a caller, no backslash
+        '{"\udfff": 1}',  # in a key
+        '{"a": "\u00e9\x00"}',  # a raw control character: not JSON
     ],
 )
 def test_the_shortcut_agrees_on_each_kind_of_problem(text):
     assert outcome(text) == walking_always(text)
+    if "\ud800" in text or "\udfff" in text:
+        assert outcome(text)[0] == "refused"
 
 
 def test_a_clean_document_is_not_walked():
