@@ -696,10 +696,8 @@ def _parse_case(line: _Line, bundle: Bundle) -> str:
     if record.split not in SPLITS:
         line.error(f"'split' must be one of {', '.join(SPLITS)}, got {record.split!r}")
     for i, item in enumerate(line.object_list("evidence", max_items=MAX_EVIDENCE)):
-        sub = _Line(line.lineno, item, line.errors, where=f"evidence[{i}]: ")
-        unknown = set(item) - {"passage_id", "quote", "location"}
-        for key in sorted(unknown):
-            sub.error(f"unknown field '{key}' (allowed: location, passage_id, quote)")
+        sub = _item(line, "evidence", i, item)
+        _unknown_fields(sub, _EVIDENCE_KEYS)
         record.evidence.append(
             EvidenceRecord(
                 passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
@@ -798,7 +796,18 @@ def _span_problem(claim: ClaimRecord, text: str, previous_end: int) -> str | Non
 # finds and words its problems. `_plain_*` accepts only what the checked way accepts unchanged
 # (tests/annotate/test_fuzz_imports.py holds them to that).
 _CLAIM_KEYS = frozenset({"text", "start", "end", "citations"})
+_EVIDENCE_KEYS = frozenset({"passage_id", "quote", "location"})
 _RETRIEVED_KEYS = frozenset({"passage_id", "rank", "score", "in_prompt"})
+
+
+def _plain_string(value: Any, max_length: int) -> bool:
+    """Whether _Line.string(required=True, max_length=...) takes `value` without a word."""
+    return type(value) is str and len(value) <= max_length and bool(value.strip())
+
+
+def _plain_integer(value: Any, minimum: int, maximum: int) -> bool:
+    """Likewise for _Line.integer (a JSON true is a bool, not an integer)."""
+    return type(value) is int and minimum <= value <= maximum
 
 
 def _plain_claim(item: dict[str, Any]) -> ClaimRecord | None:
@@ -806,13 +815,9 @@ def _plain_claim(item: dict[str, Any]) -> ClaimRecord | None:
     text, start, end = item.get("text"), item.get("start"), item.get("end")
     if not (
         item.keys() <= _CLAIM_KEYS
-        and type(text) is str
-        and len(text) <= MAX_TEXT
-        and text.strip()
-        and type(start) is int
-        and 0 <= start <= MAX_TEXT
-        and type(end) is int
-        and 0 <= end <= MAX_TEXT
+        and _plain_string(text, MAX_TEXT)
+        and _plain_integer(start, 0, MAX_TEXT)
+        and _plain_integer(end, 0, MAX_TEXT)
     ):
         return None
     citations = item.get("citations")
@@ -827,9 +832,13 @@ def _plain_claim(item: dict[str, Any]) -> ClaimRecord | None:
     return ClaimRecord(text, start, end, tuple(dict.fromkeys(citations)))
 
 
+def _unknown_fields(sub: _Line, allowed: frozenset[str]) -> None:
+    for key in sorted(set(sub.obj) - allowed):
+        sub.error(f"unknown field '{key}' (allowed: {', '.join(sorted(allowed))})")
+
+
 def _checked_claim(sub: _Line) -> ClaimRecord:
-    for key in sorted(set(sub.obj) - _CLAIM_KEYS):
-        sub.error(f"unknown field '{key}' (allowed: citations, end, start, text)")
+    _unknown_fields(sub, _CLAIM_KEYS)
     return ClaimRecord(
         text=sub.string("text", required=True, max_length=MAX_TEXT),
         start=sub.integer("start", required=True, minimum=0, maximum=MAX_TEXT),
@@ -846,11 +855,8 @@ def _plain_retrieved(item: dict[str, Any]) -> RetrievedRecord | None:
     score, in_prompt = item.get("score"), item.get("in_prompt")
     if (
         item.keys() <= _RETRIEVED_KEYS
-        and type(passage_id) is str
-        and len(passage_id) <= MAX_ID
-        and passage_id.strip()
-        and type(rank) is int
-        and 1 <= rank <= MAX_INT32
+        and _plain_string(passage_id, MAX_ID)
+        and _plain_integer(rank, 1, MAX_INT32)
         and (score is None or type(score) is float or type(score) is int)
         and (in_prompt is None or type(in_prompt) is bool)
     ):
@@ -859,8 +865,7 @@ def _plain_retrieved(item: dict[str, Any]) -> RetrievedRecord | None:
 
 
 def _checked_retrieved(sub: _Line) -> RetrievedRecord:
-    for key in sorted(set(sub.obj) - _RETRIEVED_KEYS):
-        sub.error(f"unknown field '{key}' (allowed: in_prompt, passage_id, rank, score)")
+    _unknown_fields(sub, _RETRIEVED_KEYS)
     return RetrievedRecord(
         passage_id=sub.string("passage_id", required=True, max_length=MAX_ID),
         rank=sub.integer("rank", required=True, minimum=1, maximum=MAX_INT32),

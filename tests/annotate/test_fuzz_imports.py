@@ -5,6 +5,7 @@ exception -- and a refused import writes nothing. Budgets and profiles: tests/fu
 from __future__ import annotations
 
 import json
+from dataclasses import astuple
 
 import pytest
 from hypothesis import event, given
@@ -45,7 +46,6 @@ from annotate.services import add_member, import_bundle, import_labels, next_tas
 from annotate.services.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
-    JSON_VALUES,
     check_refusal,
     fuzz,
     in_savepoint,
@@ -115,64 +115,79 @@ def test_fuzz_parse_bundle_on_random_objects(lines):
         check_refusal(exc)
 
 
-# A claim's and a retrieved passage's fields: mostly values a checked read accepts (up to
-# each limit), at times one just past a limit or of the wrong kind, and then anything.
-def _mostly(good: list, bad: list):
-    return st.sampled_from(good * 3 + bad)
-
-
-TEXTS = _mostly(["a claim", "x" * MAX_TEXT], ["", " ", "\u3000", "x" * (MAX_TEXT + 1), 3])
-IDS = _mostly(["doc-1:p1", "p" * MAX_ID], ["", " ", "p" * (MAX_ID + 1), 7, None])
-ID_LISTS = _mostly(
-    [None, [], ["doc-1:p1", "doc-1:p1"], ["p" * MAX_ID], ["doc-1:p1"] * MAX_CITATIONS],
-    [["doc-1:p1"] * (MAX_CITATIONS + 1), ["p" * (MAX_ID + 1)], ["", 7], [None], "doc-1:p1"],
-)
-OFFSETS = _mostly([0, 1, 2, MAX_TEXT], [-1, MAX_TEXT + 1, True, 1.0, "1"])
-CLAIM = {"text": TEXTS, "start": OFFSETS, "end": OFFSETS, "citations": ID_LISTS}
+# A claim's and a retrieved passage's fields: (values a checked read accepts, up to each
+# limit; values just past a limit or of the wrong kind).
+TEXTS = (["a claim", "x" * MAX_TEXT], ["", " ", "\u3000", "x" * (MAX_TEXT + 1), 3, None])
+IDS = (["doc-1:p1", "p" * MAX_ID], ["", " ", "p" * (MAX_ID + 1), 7, None])
+OFFSETS = ([0, 1, 2, MAX_TEXT], [-1, MAX_TEXT + 1, True, 1.0, "1", None])
+CLAIM = {
+    "text": TEXTS,
+    "start": OFFSETS,
+    "end": OFFSETS,
+    "citations": (
+        [None, [], ["doc-1:p1", "doc-1:p1"], ["p" * MAX_ID], ["doc-1:p1"] * MAX_CITATIONS],
+        [["p" * (MAX_ID + 1)], ["", 7], [None], "doc-1:p1", ["doc-1:p1"] * (MAX_CITATIONS + 1)],
+    ),
+}
 RETRIEVED = {
     "passage_id": IDS,
-    "rank": _mostly([1, 2, MAX_INT32], [0, -1, MAX_INT32 + 1, True, 1.0, "1"]),
-    "score": _mostly([None, 0.5, 1, -2, 1e300], [True, "0.5", [1]]),
-    "in_prompt": _mostly([None, True, False], [1, 0, "true"]),
+    "rank": ([1, 2, MAX_INT32], [0, -1, MAX_INT32 + 1, True, 1.0, "1", None]),
+    "score": ([None, 0.5, 1, -2, 1e300], [True, "0.5", [1]]),
+    "in_prompt": ([None, True, False], [1, 0, "true"]),
 }
+
+
+# What a parsed line can hold (no Raw text, which only a written line can).
+PARSED_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 @st.composite
 def _items(draw, fields: dict):
-    item = {}
-    for key, values in fields.items():
-        chosen = draw(st.sampled_from([values] * 8 + [JSON_VALUES, None]))  # None: left out
-        if chosen is not None:
-            item[key] = draw(chosen)
-    if draw(st.sampled_from([False] * 9 + [True])):
-        item["extra"] = draw(JSON_VALUES)
+    """An item every field of which the checked way accepts, but for at most one: given a
+    value past a limit or of the wrong kind, or anything, or left out; or an unknown field
+    added."""
+    item = {key: draw(st.sampled_from(good)) for key, (good, _) in fields.items()}
+    probed = draw(st.sampled_from([*sorted(fields), "extra", None]))
+    if probed == "extra":
+        item["extra"] = draw(PARSED_VALUES)
+    elif probed is not None:
+        good, bad = fields[probed]
+        how = draw(st.sampled_from(["bad"] * 4 + ["good", "anything", "absent"]))
+        if how == "absent":
+            del item[probed]
+        else:
+            values = {"bad": st.sampled_from(bad), "good": st.sampled_from(good)}
+            item[probed] = draw(values.get(how, PARSED_VALUES))
     return item
 
 
-@fuzz(examples=400)
-@given(item=_items(CLAIM))
-def test_fuzz_a_plain_claim_is_what_the_checked_way_reads_without_a_problem(item):
-    """_plain_claim reads a claim directly only when the checked way finds no problem in it,
-    and reads the same record; and every claim without a problem is read directly."""
+@pytest.mark.parametrize(
+    "fields, plain, checked",
+    [(CLAIM, _plain_claim, _checked_claim), (RETRIEVED, _plain_retrieved, _checked_retrieved)],
+    ids=["claim", "retrieved"],
+)
+@fuzz(examples=1000)
+@given(data=st.data())
+def test_fuzz_an_item_read_directly_is_what_the_checked_way_reads_without_a_problem(
+    fields, plain, checked, data
+):
+    """A claim or a retrieved passage is read directly (_plain_*) exactly when the checked
+    way finds no problem in it, and into the same record."""
+    item = data.draw(_items(fields))
     errors = []
-    checked = _checked_claim(_Line(1, item, errors))
-    plain = _plain_claim(item)
-    event("read directly" if plain is not None else "checked")
-    assert (plain is not None) == (not errors), (item, errors)
-    if plain is not None:
-        assert plain == checked
-
-
-@fuzz(examples=400)
-@given(item=_items(RETRIEVED))
-def test_fuzz_a_plain_retrieved_passage_is_what_the_checked_way_reads(item):
-    errors = []
-    checked = _checked_retrieved(_Line(1, item, errors))
-    plain = _plain_retrieved(item)
-    event("read directly" if plain is not None else "checked")
-    assert (plain is not None) == (not errors), (item, errors)
-    if plain is not None:
-        assert plain == checked and type(plain.in_prompt) is bool
+    expected = checked(_Line(1, item, errors))
+    found = plain(item)
+    event("read directly" if found is not None else "checked")
+    assert (found is not None) == (not errors), (item, errors)
+    if found is not None:
+        assert found == expected
+        assert [type(v) for v in astuple(found)] == [type(v) for v in astuple(expected)]
 
 
 # --- import_bundle: into a new project, a draft one, an open one with a labelled answer ------
