@@ -572,3 +572,39 @@ class AdjudicationLock(models.Model):
 
     def __str__(self) -> str:
         return f"adjudication of {self.answer_id} (v{self.version})"
+
+
+class StoredShare(models.Model):
+    """One doubly-labelled answer's share of its project's pair summary (gold.AnswerShare),
+    kept so that a process without it in memory -- another web worker, a restarted one, one
+    whose kept copy expired -- reads it instead of deriving every pair again (1.3 s at 10,000
+    answers). Derived data, never edited: `state` is the label state it was derived from
+    (gold.label_states) and `generation` the project's content and the code that derived it
+    (annotate.stored_shares); a share of another state or generation is derived again."""
+
+    # No foreign-key constraints: an answer a re-import deletes while its share is being
+    # derived would fail the request at commit, for a row nobody reads (shares are read by
+    # the answers that have label states). Deletions through the ORM still take them along.
+    answer = models.OneToOneField(
+        Answer, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    generation = models.CharField(max_length=64)
+    state = models.CharField(max_length=200)
+    derived_at = models.DateTimeField()
+    split = models.CharField(max_length=20)
+    answer_state = models.CharField(max_length=20)
+    claims_agreed = models.PositiveIntegerField()
+    claims_adjudicated = models.PositiveIntegerField()
+    claims_pending = models.PositiveIntegerField()
+    score = models.IntegerField()
+    pending_fields = models.JSONField(default=list)
+    beyond_two = models.BooleanField()
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "generation"], name="stored_share_idx")]
+
+    def __str__(self) -> str:
+        return f"share of answer {self.answer_id}"

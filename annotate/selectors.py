@@ -22,7 +22,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
-from annotate import blinding, gold
+from annotate import blinding, gold, stored_shares
 from annotate.models import (
     Abstention,
     AdjudicationLock,
@@ -70,9 +70,10 @@ def pair_summary(project: Project, reports: ProjectReports | None = None) -> gol
     counts, the adjudication queue and each of its filters read one derivation of every pair
     (at 10,000 answers each page's first view derived them all again, 1.1-1.3 s, and so did
     every filter of the queue). A new version -- every submission, every decision -- derives
-    again only the answers whose labels changed: the others' shares are kept (PairShares)."""
+    again only the answers whose labels changed: the others' shares are kept (PairShares),
+    and stored for other processes (annotate.stored_shares)."""
     reports = reports if reports is not None else reports_of(project)
-    shares = reports.get("pair-shares", PairShares, labels=False)
+    shares = reports.get("pair-shares", lambda: PairShares(reports.content_version), labels=False)
     return reports.get("pair-summary", lambda: shares.summary(project))
 
 
@@ -80,12 +81,15 @@ class PairShares:
     """A project's answers' shares of its pair summary (gold.AnswerShare), each with the
     label state it was derived from (gold.label_states). Kept under the project's content
     version: a change to its claims, schema or cases starts again from nothing, and so does
-    the report cache's time limit. Shared by a process's threads, hence the lock; a thread
-    that finds another deriving waits for it rather than deriving the same answers twice."""
+    the report cache's time limit. A share this process does not hold is read from the
+    database when one derived from the same state is stored there (annotate.stored_shares),
+    else derived and stored. Shared by a process's threads, hence the lock; a thread that
+    finds another deriving waits for it rather than deriving the same answers twice."""
 
-    def __init__(self) -> None:
+    def __init__(self, content_version: str) -> None:
         self._lock = threading.Lock()
         self._shares: dict[int, tuple[tuple, gold.AnswerShare]] = {}
+        self._generation = stored_shares.generation(content_version)
 
     def summary(self, project: Project) -> gold.PairSummary:
         with self._lock:
@@ -96,9 +100,17 @@ class PairShares:
                 if held is not None and held[0] == key:
                     kept[pk] = held
                 else:
-                    changed[pk] = key[0]  # its submitted label sets
-            for pk, share in gold.answer_shares(project, changed).items():
-                kept[pk] = (states[pk], share)
+                    changed[pk] = key
+            for pk, share in stored_shares.read(project, self._generation, changed).items():
+                kept[pk] = (changed.pop(pk), share)
+            derived = gold.answer_shares(project, {pk: key[0] for pk, key in changed.items()})
+            stored_shares.write(
+                project,
+                self._generation,
+                ((pk, changed[pk], share) for pk, share in derived.items()),
+            )
+            for pk, share in derived.items():
+                kept[pk] = (changed[pk], share)
             self._shares = kept
             return gold.summary_of({pk: share for pk, (_, share) in kept.items()})
 
