@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -266,6 +267,24 @@ def start_server() -> subprocess.Popen:
 def worker_pids(server: subprocess.Popen) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True)
     return [int(pid) for pid in out.stdout.split()]
+
+
+def restart_workers(server: subprocess.Popen) -> None:
+    """Have gunicorn replace its workers (SIGHUP, as a deploy does), wait for the new ones
+    and send each a first request: processes that hold nothing in memory yet."""
+    import requests
+
+    old = set(worker_pids(server))
+    server.send_signal(signal.SIGHUP)
+    for _ in range(300):
+        pids = set(worker_pids(server))
+        if len(pids) == 2 and not pids & old:
+            break
+        time.sleep(0.1)
+    else:
+        sys.exit("gunicorn did not replace its workers")
+    for _ in range(4):
+        requests.get(f"{BASE}/login/", timeout=30)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -666,6 +685,17 @@ def main() -> None:
             (
                 "workers after the lead's statistics pages too",
                 " · ".join(f"pid {pid}: {rss_mb(pid):.0f} MB RSS" for pid in worker_pids(server)),
+            )
+        )
+        # Workers that never derived the pairs (restarted, as after a deploy; or the other
+        # worker): the queue and the gold page read the shares stored by the first one
+        # (annotate.stored_shares) instead of deriving every pair.
+        restart_workers(server)
+        restarted = [timed(lambda url=url: lead.get(url), n=1)[0][0] for url in QUEUE_AND_GOLD]
+        rows.append(
+            (
+                "adjudication queue, then gold page, first views in restarted workers",
+                " · ".join(f"{ms:.0f} ms" for ms in restarted),
             )
         )
         rows.append(
