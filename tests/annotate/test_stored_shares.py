@@ -117,8 +117,11 @@ def test_a_share_of_an_answer_deleted_meanwhile_is_stored_and_harmless(labelled,
     stored_shares.write(labelled, "a-generation", [(10**9, (2, 0, 0, 0, 0, None), share)])
     assert StoredShare.objects.filter(answer_id=10**9).exists()
     another_process(labelled, derived)
-    Answer.objects.filter(pk__in=list(gold.label_states(labelled))[:1]).delete()
-    another_process(labelled, derived)  # the deleted answer's share went with it, and nothing fails
+    gone = next(iter(gold.label_states(labelled)))
+    assert StoredShare.objects.filter(answer_id=gone).exists()
+    Answer.objects.filter(pk=gone).delete()
+    assert not StoredShare.objects.filter(answer_id=gone).exists()  # it went with its answer
+    another_process(labelled, derived)  # and nothing fails
 
 
 def test_shares_another_process_stored_meanwhile_are_kept_and_nothing_fails(
