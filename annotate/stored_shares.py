@@ -31,21 +31,12 @@ from annotate.models import Project, StoredShare
 # Reading a whole project's shares is one query; a few changed answers are read by key.
 READ_ALL_FROM = 500
 WRITE_CHUNK = 2000
+# Written in the model's column order; read back without the columns read() filters on.
+_WRITTEN = tuple(f.column for f in StoredShare._meta.concrete_fields)
+_COLUMNS = tuple(c for c in _WRITTEN if c not in ("project_id", "generation", "derived_at"))
 # Shares replaced at once from which their table is vacuumed (autovacuum is off on some
 # servers): a whole project's, derived again once its shares are too old, not one decision's.
 VACUUM_FROM = 1000
-_COLUMNS = (
-    "answer_id",
-    "state",
-    "split",
-    "answer_state",
-    "claims_agreed",
-    "claims_adjudicated",
-    "claims_pending",
-    "score",
-    "pending_fields",
-    "beyond_two",
-)
 
 
 def generation(content_version: str) -> str:
@@ -102,22 +93,27 @@ def write(
     if not derived:
         return
     stamp = StoredShare._meta.get_field("derived_at").get_db_prep_save(timezone.now(), connection)
-    rows = (
-        (
-            pk,
-            project.pk,
-            generation,
-            state_key(state),
-            stamp,
-            share.split,
-            share.answer_state,
-            *share.claim_states,
-            share.score,
-            sorted(share.pending_fields),
-            share.beyond_two,
-        )
-        for pk, state, share in derived
-    )
+
+    def row(pk: int, state: tuple, share: gold.AnswerShare) -> list:
+        agreed, adjudicated, pending = share.claim_states
+        values = {
+            "answer_id": pk,
+            "project_id": project.pk,
+            "generation": generation,
+            "state": state_key(state),
+            "derived_at": stamp,
+            "split": share.split,
+            "answer_state": share.answer_state,
+            "claims_agreed": agreed,
+            "claims_adjudicated": adjudicated,
+            "claims_pending": pending,
+            "score": share.score,
+            "pending_fields": sorted(share.pending_fields),
+            "beyond_two": share.beyond_two,
+        }
+        return [values[column] for column in _WRITTEN]
+
+    rows = (row(*item) for item in derived)
     replaced = 0
     try:
         with transaction.atomic():
@@ -130,20 +126,3 @@ def write(
         return  # another process stored these answers' shares meanwhile: as good as ours
     if replaced >= VACUUM_FROM:  # a whole project's, derived again: its dead rows go
         bulk.after_commit(vacuum=[StoredShare])
-
-
-_WRITTEN = (
-    "answer_id",
-    "project_id",
-    "generation",
-    "state",
-    "derived_at",
-    "split",
-    "answer_state",
-    "claims_agreed",
-    "claims_adjudicated",
-    "claims_pending",
-    "score",
-    "pending_fields",
-    "beyond_two",
-)

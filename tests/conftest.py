@@ -117,6 +117,23 @@ def decide_support(project: Project, lead, pair=None):
 
 
 @pytest.fixture
+def derived_shares(monkeypatch) -> list[set[int]]:
+    """The answers each call of gold.answer_shares derived (their pair summary's shares),
+    call by call."""
+    from annotate import gold
+
+    calls: list[set[int]] = []
+    real = gold.answer_shares
+
+    def counted(project, label_sets):
+        calls.append(set(label_sets))
+        return real(project, label_sets)
+
+    monkeypatch.setattr(gold, "answer_shares", counted)
+    return calls
+
+
+@pytest.fixture
 def small_project(db) -> Project:
     return import_fixture("small.jsonl", "small")
 

@@ -155,20 +155,13 @@ def test_the_evaluation_page_shows_a_decision_at_once(client, labelled, lead):
 
 
 def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
-    client, labelled, lead, monkeypatch
+    client, labelled, lead, derived_shares
 ):
     """Deriving every pair took 1.1-1.3 s at 10,000 answers, and the gold page, the queue and
     each filter of the queue did it again. Now one derivation serves them all, until a
     decision changes the data: then the next page derives again, for all of them -- only the
     decided answer, the other answers' shares are kept."""
-    derived: list[set[int]] = []
-    real = gold.answer_shares
-
-    def counted(project, label_sets):
-        derived.append(set(label_sets))
-        return real(project, label_sets)
-
-    monkeypatch.setattr(gold, "answer_shares", counted)
+    derived = derived_shares
     client.login(username=lead.username, password=PASSWORD)
     slug = labelled.slug
     pages = [
