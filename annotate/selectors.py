@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from django.db.models import (
     Count,
     Exists,
+    F,
     FilteredRelation,
     OuterRef,
     Prefetch,
@@ -222,10 +223,14 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     question) and the reviewer's shortcut preference ride along, so the page needs no query
     of its own for them; a draft save needs neither."""
     # Joined through the project's memberships, unique per (project, user): at most one row.
+    # The answer's own project, named too, lets the plan read the answer by (project, task
+    # number); the task views prepare this statement (annotate.prepared), and without it the
+    # generic plan scanned every project's task numbers, so PostgreSQL planned each run afresh.
     found = (
         Assignment.objects.for_reviewer(user)
         .filter(
             project__slug=slug,
+            answer__project=F("project"),
             answer__task_number=task_number,
             project__memberships__user=user,
             project__memberships__role=Role.REVIEWER,
