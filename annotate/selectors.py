@@ -279,13 +279,15 @@ def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSa
     """Read after `assignment` (the save relies on that order: see save_claim_label's
     `stored`). The label comes joined to its claim, not in a query of its own."""
     # The checks need to know whether a citation resolves (passage_id), not its passage.
-    claim = (
+    # (answer, ordinal) is unique: no ORDER BY (`first()` would sort by the model's ordering).
+    found = (
         Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
         .annotate(mine=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
         .select_related("mine")
         .prefetch_related("citations")
-        .first()
+        .order_by()[:1]
     )
+    claim = next(iter(found), None)
     if claim is None:
         return None
     shown = {}
