@@ -122,12 +122,8 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
-    "DATABASE_PREPARED_STATEMENTS", True
-):
-    # Parameters bound by the server (psycopg 3's own way), so that the labelling views can
-    # prepare their statements (annotate.prepared). Nothing else is prepared.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
+# On PostgreSQL the reviewer's task views prepare their statements (annotate.prepared).
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Concurrent writers (the dev server's threads, a running import) would otherwise see
