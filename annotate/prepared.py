@@ -40,19 +40,26 @@ def prepared_statements():
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     raw = connection.connection
-    kept = raw.cursor_factory, raw.prepare_threshold
+    # Django logs a statement (DEBUG, CaptureQueriesContext) from the SQL and its parameters
+    # when this flag (a cached property) says they were bound on the server; else it reads
+    # the text psycopg sent, which here holds $1, $2 in their place.
+    flags = vars(connection.features)
+    kept = raw.cursor_factory, raw.prepare_threshold, flags.get(FLAG, UNSET)
     # Django's cursor for OPTIONS server_side_binding; Django opens connections with
     # prepare_threshold None (never prepare), and 0 prepares each statement on its first run.
-    raw.cursor_factory, raw.prepare_threshold = ServerBindingCursor, 0
-    # Django logs a statement (DEBUG, CaptureQueriesContext) from the SQL and its parameters
-    # when this flag says they were bound on the server; else it reads the text psycopg sent,
-    # which here holds $1, $2 in their place.
-    connection.features.uses_server_side_binding = True
+    raw.cursor_factory, raw.prepare_threshold, flags[FLAG] = ServerBindingCursor, 0, True
     try:
         yield
     finally:
-        raw.cursor_factory, raw.prepare_threshold = kept
-        del connection.features.uses_server_side_binding  # computed again from the settings
+        raw.cursor_factory, raw.prepare_threshold, flag = kept
+        if flag is UNSET:
+            flags.pop(FLAG, None)  # computed again from the settings when next read
+        else:
+            flags[FLAG] = flag
+
+
+FLAG = "uses_server_side_binding"
+UNSET = object()
 
 
 def with_prepared_statements(view):

@@ -18,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotate.models import Answer, Assignment
+from annotate.prepared import prepared_statements
 from annotate.services import open_labelling
 from tests.annotate.test_query_plans import big_project
 from tests.conftest import PASSWORD
@@ -129,6 +130,19 @@ def test_a_lead_s_report_pages_prepare_nothing(client, team, lead):
         response = client.get(reverse(name, args=[team.slug]))
         assert response.status_code == 200, name
     assert prepared() == {}
+
+
+@pytest.mark.django_db
+def test_used_inside_itself_it_leaves_the_connection_as_it_found_it():
+    with prepared_statements():
+        with prepared_statements():
+            pass
+        assert connection.features.uses_server_side_binding
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT %s::int", [2])
+    assert connection.connection.prepare_threshold is None
+    assert not connection.features.uses_server_side_binding
+    assert len(prepared()) == 1
 
 
 @pytest.mark.django_db(transaction=True)
