@@ -26,6 +26,10 @@ from functools import wraps
 from django.conf import settings
 from django.db import connection
 
+# The cached property of Django's features that says where parameters are bound (see below).
+FLAG = "uses_server_side_binding"
+UNSET = object()
+
 
 @contextmanager
 def prepared_statements():
@@ -56,10 +60,6 @@ def prepared_statements():
             flags.pop(FLAG, None)  # computed again from the settings when next read
         else:
             flags[FLAG] = flag
-
-
-FLAG = "uses_server_side_binding"
-UNSET = object()
 
 
 def with_prepared_statements(view):

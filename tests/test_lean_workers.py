@@ -136,9 +136,9 @@ print(json.dumps({"pages": pages, "loaded": sorted(m for m in %r if m in sys.mod
 @pytest.mark.django_db(transaction=True)
 def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_path):
     """A worker computes the agreement, evaluation and calibration reports; a web worker
-        only shows them. Shown by a fresh process, each page carries its report, and none loaded
-        numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
-        1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
+    only shows them. Shown by a fresh process, each page carries its report, and none loaded
+    numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
+    1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
     of the same reports, likewise."""
     from annotate.gold import DEFAULT_SPLIT
     from evaluation.judges import import_judge_run
