@@ -9,26 +9,25 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
 
+from django.db import connection
 from django.db.models import (
     Count,
     Exists,
-    F,
-    FilteredRelation,
     OuterRef,
     Prefetch,
     Q,
     Subquery,
-    Value,
 )
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
-from annotate import blinding, gold, stored_shares
+from annotate import blinding, gold, rows, stored_shares
 from annotate.models import (
     Abstention,
     AdjudicationLock,
     Answer,
     Assignment,
+    Case,
     Citation,
     Claim,
     ClaimLabel,
@@ -221,33 +220,42 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     assignment, with its project and answer, in one query -- and only while the user is
     still a reviewer of that project. None means 404. For the page (`page`), the case (the
     question) and the reviewer's shortcut preference ride along, so the page needs no query
-    of its own for them; a draft save needs neither."""
+    of its own for them; a draft save needs neither.
+
+    Every task view runs it, so it is SQL (annotate.rows says why); tests/annotate/test_rows.py
+    holds the ORM query it replaces and checks both agree."""
+    columns = _TASK_PAGE if page else _TASK
     # Joined through the project's memberships, unique per (project, user): at most one row.
     # The answer's own project, named too, lets the plan read the answer by (project, task
     # number); the task views prepare this statement (annotate.prepared), and without it the
     # generic plan scanned every project's task numbers, so PostgreSQL planned each run afresh.
-    found = (
-        Assignment.objects.for_reviewer(user)
-        .filter(
-            project__slug=slug,
-            answer__project=F("project"),
-            answer__task_number=task_number,
-            project__memberships__user=user,
-            project__memberships__role=Role.REVIEWER,
-        )
-        .exclude(status=Assignment.Status.RELEASED)
-    )
+    sql = f"""
+        SELECT {columns}{", pref.single_key_shortcuts" if page else ""}
+        FROM annotate_assignment a
+        JOIN annotate_project p ON p.id = a.project_id
+        JOIN annotate_answer n ON n.id = a.answer_id AND n.project_id = a.project_id
+        JOIN annotate_membership m ON m.project_id = a.project_id
+        {_TASK_PAGE_JOINS if page else ""}
+        WHERE a.reviewer_id = %s AND a.status <> %s AND p.slug = %s AND n.task_number = %s
+          AND m.user_id = %s AND m.role = %s"""
+    params = [user.pk, Assignment.Status.RELEASED, slug, task_number, user.pk, Role.REVIEWER]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = columns.read(cursor.fetchall())
+    if not found:
+        return None
+    (models, extra) = found[0]
+    assignment, answer, project = models[:3]
+    assignment.answer, assignment.project = answer, project
     if page:
-        shortcuts = Preferences.objects.filter(user=user).values("single_key_shortcuts")[:1]
-        found = (
-            found.select_related("answer__case", "project")
-            .annotate(single_key_shortcuts=Coalesce(Subquery(shortcuts), Value(True)))
-            .defer(*(f"answer__case__{name}" for name in CASE_FIELDS_NOT_SHOWN))
-        )
-    else:
-        found = found.select_related("answer", "project")
-    # At most one row: no ORDER BY (`first()` would sort by the model's ordering).
-    return next(iter(found.order_by()[:1]), None)
+        answer.case = models[3]
+        # No preferences row yet: shortcuts are on.
+        assignment.single_key_shortcuts = extra[0] is None or bool(extra[0])
+    return assignment
+
+
+_TASK_PAGE_JOINS = """JOIN annotate_case c ON c.id = n.case_id
+        LEFT JOIN annotate_preferences pref ON pref.user_id = a.reviewer_id"""
 
 
 # What the labelling page never reads of the case (it shows the question): JSON lists and the
@@ -259,6 +267,10 @@ CASE_FIELDS_NOT_SHOWN = (
     "tags",
     "reference",
     "content_hash",
+)
+_TASK = rows.Columns(("a", Assignment), ("n", Answer), ("p", Project))
+_TASK_PAGE = rows.Columns(
+    ("a", Assignment), ("n", Answer), ("p", Project), ("c", Case, CASE_FIELDS_NOT_SHOWN)
 )
 
 
@@ -277,33 +289,49 @@ class ClaimToSave:
 
 def claim_to_save(assignment: Assignment, index: int, evidence_ids) -> ClaimToSave | None:
     """Read after `assignment` (the save relies on that order: see save_claim_label's
-    `stored`). The label comes joined to its claim, not in a query of its own."""
+    `stored`). SQL, as reviewer_task: every draft save runs it."""
+    # One row per citation (at least one): the claim and the reviewer's label of it repeat.
     # The checks need to know whether a citation resolves (passage_id), not its passage.
-    # (answer, ordinal) is unique: no ORDER BY (`first()` would sort by the model's ordering).
-    found = (
-        Claim.objects.filter(answer_id=assignment.answer_id, ordinal=index)
-        .annotate(mine=FilteredRelation("labels", condition=Q(labels__assignment=assignment)))
-        .select_related("mine")
-        .prefetch_related("citations")
-        .order_by()[:1]
-    )
-    claim = next(iter(found), None)
-    if claim is None:
-        return None
-    shown = {}
-    if evidence_ids:
-        answer = assignment.answer_id
-        retrieved = RetrievedPassage.objects.filter(answer_id=answer, passage=OuterRef("pk"))
-        cited = Citation.objects.filter(claim__answer_id=answer, passage=OuterRef("pk"))
-        on_screen = Passage.objects.filter(
-            Q(Exists(retrieved)) | Q(Exists(cited)),
-            project_id=assignment.project_id,
-            passage_id__in=list(evidence_ids),
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT {_CLAIM_TO_SAVE} FROM annotate_claim c
+            LEFT JOIN annotate_claimlabel l ON l.claim_id = c.id AND l.assignment_id = %s
+            LEFT JOIN annotate_citation t ON t.claim_id = c.id
+            WHERE c.answer_id = %s AND c.ordinal = %s
+            ORDER BY t.ordinal""",
+            [assignment.pk, assignment.answer_id, index],
         )
-        shown = {p.passage_id: p for p in on_screen}
-    # A FilteredRelation joined with select_related sets its attribute only when a row matched.
-    label = getattr(claim, "mine", None)
-    return ClaimToSave(claim, list(claim.citations.all()), shown, label)
+        found = [models for models, _ in _CLAIM_TO_SAVE.read(cursor.fetchall())]
+        if not found:
+            return None
+        claim, label, _ = found[0]
+        citations = [citation for _, _, citation in found if citation is not None]
+        shown = {}
+        if evidence_ids:
+            # Those of the posted passages that are on the task's screen: retrieved for the
+            # answer, or cited by one of its claims.
+            evidence_ids = list(evidence_ids)
+            marks = ", ".join(["%s"] * len(evidence_ids))
+            cursor.execute(
+                f"""
+                SELECT {_PASSAGE} FROM annotate_passage g
+                WHERE g.project_id = %s AND g.passage_id IN ({marks})
+                  AND (EXISTS (SELECT 1 FROM annotate_retrievedpassage r
+                               WHERE r.answer_id = %s AND r.passage_id = g.id)
+                       OR EXISTS (SELECT 1 FROM annotate_citation t
+                                  JOIN annotate_claim c ON c.id = t.claim_id
+                                  WHERE c.answer_id = %s AND t.passage_id = g.id))""",
+                [assignment.project_id, *evidence_ids, assignment.answer_id, assignment.answer_id],
+            )
+            shown = {p.passage_id: p for (p,), _ in _PASSAGE.read(cursor.fetchall())}
+    if label is not None:
+        label.claim = claim
+    return ClaimToSave(claim, citations, shown, label)
+
+
+_CLAIM_TO_SAVE = rows.Columns(("c", Claim), ("l", ClaimLabel), ("t", Citation))
+_PASSAGE = rows.Columns(("g", Passage))
 
 
 def task_screen(assignment: Assignment, *, progress: bool = True) -> TaskScreen:

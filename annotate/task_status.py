@@ -97,8 +97,16 @@ def check_claim(row, shown, schema, errors: LabelErrors | None = None) -> None:
     needs) and `state_json`. `errors`: a refused submission's, shown as problems."""
     now, needed = LabelErrors(), LabelErrors()
     if row.label is not None:
-        check_claim_label(row.label, row.claim, shown, schema=schema, complete=False, errors=now)
-        check_claim_label(row.label, row.claim, shown, schema=schema, complete=True, errors=needed)
+        for complete, found in ((False, now), (True, needed)):
+            check_claim_label(
+                row.label,
+                row.claim,
+                shown,
+                citations=row.citations,
+                schema=schema,
+                complete=complete,
+                errors=found,
+            )
     else:
         needed.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
     prefix = f"claim.{row.claim.ordinal}."

@@ -277,6 +277,7 @@ def save_claim(request, project, role, assignment, index):
             assignment=assignment,
             claim=target.claim,
             data=form.label_data(),
+            citations=target.citations,
             shown=target.shown,
             version=_version(request),
             stored=target.label,

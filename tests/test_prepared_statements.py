@@ -26,7 +26,7 @@ from tests.conftest import PASSWORD
 pytestmark = pytest.mark.postgres
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK_LOOKUP = '%FROM "annotate_assignment"%"annotate_answer"."task_number" = $%'
+TASK_LOOKUP = "%FROM annotate_assignment a%n.task_number = $%"
 
 
 def prepared() -> dict[str, tuple[int, int]]:

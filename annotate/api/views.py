@@ -749,6 +749,7 @@ class ClaimDraft(TaskView):
                 assignment=assignment,
                 claim=row.claim,
                 data=data,
+                citations=row.citations,
                 shown=screen.shown,
                 version=version,
                 stored=row.label,

@@ -157,7 +157,13 @@ def _checked(lines: Iterable[bytes | str], project: Project):
             shown = _shown(answer)
             for label in labels:
                 check_claim_label(
-                    label, label.claim, shown, schema=schema, complete=True, errors=found
+                    label,
+                    label.claim,
+                    shown,
+                    citations=label.claim.citations.all(),
+                    schema=schema,
+                    complete=True,
+                    errors=found,
                 )
             problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
             if user is None:
@@ -502,7 +508,7 @@ def _parse_claim_labels(
                 requires_evidence=values.get("requires_evidence", True),
                 evidence_ids=evidence_ids,
                 evidence_quote=values.get("evidence_quote", ""),
-                citations={**citations, **default_citation_verdicts(claim, schema)},
+                citations={**citations, **default_citation_verdicts(claim.citations.all(), schema)},
                 note=values.get("note", ""),
             )
         )

@@ -151,12 +151,14 @@ def check_claim_label(
     claim: Claim,
     shown: dict[str, Passage],
     *,
+    citations: Iterable[Citation],
     schema: LabelSchema,
     complete: bool,
     errors: LabelErrors,
 ) -> None:
     """Validate one claim label under the project's label schema. `complete` adds the checks
-    a submission needs. A field the schema leaves out is neither checked nor required."""
+    a submission needs. A field the schema leaves out is neither checked nor required.
+    `citations` are the claim's, read with it (this check reads nothing)."""
     key = f"claim.{claim.ordinal}"
     if label.support and label.support not in schema.support_labels:
         errors.add(f"{key}.support", _support_refusal(label.support, schema))
@@ -165,7 +167,7 @@ def check_claim_label(
             errors.add(f"{key}.severity", "Choose none, minor, major or critical.")
         if label.support == Support.SUPPORTED and label.severity not in ("", Severity.NONE):
             errors.add(f"{key}.severity", "A supported claim has severity none.")
-    cited = {c.cited_id: c for c in claim.citations.all()} if schema.claim("citations") else {}
+    cited = {c.cited_id: c for c in citations} if schema.claim("citations") else {}
     if schema.claim("evidence"):
         _check_evidence(label, shown, key, errors)
     if schema.claim("citations"):
@@ -263,14 +265,12 @@ def check_answer_label(
 # project rows deadlocked with reviewers taking tasks (the answers' rows) at the same time.
 
 
-def default_citation_verdicts(claim: Claim, schema: LabelSchema) -> dict[str, str]:
-    """Unresolvable citations are labelled citation_not_found automatically, and locked (where
-    the project labels citations at all)."""
+def default_citation_verdicts(citations: Iterable[Citation], schema: LabelSchema) -> dict[str, str]:
+    """Unresolvable citations (of a claim) are labelled citation_not_found automatically, and
+    locked (where the project labels citations at all)."""
     if not schema.claim("citations"):
         return {}
-    return {
-        c.cited_id: CitationVerdict.NOT_FOUND for c in claim.citations.all() if c.passage_id is None
-    }
+    return {c.cited_id: CitationVerdict.NOT_FOUND for c in citations if c.passage_id is None}
 
 
 NOT_READ = object()  # save_claim_label's `stored` when the caller did not read the label
@@ -282,6 +282,7 @@ def save_claim_label(
     assignment: Assignment,
     claim: Claim,
     data: dict,
+    citations: list[Citation] | None = None,
     shown: dict[str, Passage] | None = None,
     version: int | None = None,
     stored: ClaimLabel | None | object = NOT_READ,
@@ -289,6 +290,7 @@ def save_claim_label(
     """Save a draft of one claim's label. Invalid values are kept (nothing a reviewer typed is
     lost) and reported; submission refuses until they are fixed. `shown` is the answer's
     shown_passages() when the caller has already read them (the labelling screen has).
+    `citations`, the claim's, likewise (else they are read).
 
     `version` is the label's version the change was made from (0 before its first save); when
     the stored label has moved on, StaleDraft is raised and nothing is written. None skips
@@ -328,17 +330,21 @@ def save_claim_label(
         label.evidence_ids = list(dict.fromkeys(data["evidence_ids"] or []))
     if schema.claim("severity") and label.support == Support.SUPPORTED and not label.severity:
         label.severity = Severity.NONE
-    citations = dict(label.citations)
-    citations.update(data.get("citations") or {})
-    citations.update(default_citation_verdicts(claim, schema))
-    label.citations = {k: v for k, v in citations.items() if v}
+    if citations is None:
+        citations = list(claim.citations.all())
+    verdicts = dict(label.citations)
+    verdicts.update(data.get("citations") or {})
+    verdicts.update(default_citation_verdicts(citations, schema))
+    label.citations = {k: v for k, v in verdicts.items() if v}
     label.version += 1
     label.save(force_insert=label.pk is None)
     label.assignment = assignment  # not re-read by the caller
     errors = LabelErrors()
     if shown is None:
         shown = shown_passages(assignment.answer)
-    check_claim_label(label, claim, shown, schema=schema, complete=False, errors=errors)
+    check_claim_label(
+        label, claim, shown, citations=citations, schema=schema, complete=False, errors=errors
+    )
     return label, errors
 
 
@@ -426,7 +432,13 @@ def screen_errors(screen, *, complete: bool) -> LabelErrors:
     for row in screen.claims:
         if row.label is not None:
             check_claim_label(
-                row.label, row.claim, shown, schema=schema, complete=complete, errors=errors
+                row.label,
+                row.claim,
+                shown,
+                citations=row.citations,
+                schema=schema,
+                complete=complete,
+                errors=errors,
             )
         elif complete:
             errors.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
@@ -448,7 +460,15 @@ def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], Label
             errors.add(f"claim.{claim.ordinal}.support", "Choose a support label.")
             continue
         label.claim = claim
-        check_claim_label(label, claim, shown, schema=schema, complete=True, errors=errors)
+        check_claim_label(
+            label,
+            claim,
+            shown,
+            citations=claim.citations.all(),
+            schema=schema,
+            complete=True,
+            errors=errors,
+        )
         complete.append(label)
     check_answer_label(assignment, schema=schema, complete=True, errors=errors)
     return complete, errors
