@@ -6,12 +6,13 @@ the queries, at every request. Written out, the same statements take 0.2 and 0.3
 task views' reads (annotate.selectors.reviewer_task, claim_to_save) are SQL, and this module
 turns their rows back into what the ORM would have returned.
 
-A row holds several models joined (an assignment with its answer and project, as
-select_related returns them; a claim with its label, once per citation). The columns come from the models' metadata, so a field added to
-a model is read here too; every value passes through the converters Django's compiler applies
-(as RawQuerySet does), so the instances are typed as the ORM's, on SQLite and PostgreSQL
-alike. tests/annotate/test_rows.py holds the ORM queries these statements replace and checks
-that both return the same, for every person and every kind of task.
+A row holds several models joined (an assignment with its answer and project, as select_related
+returns them; a claim with its label, once per citation). The columns come from the models'
+metadata, so a field added to a model is read here too; every value passes through the
+converters Django's compiler applies (as RawQuerySet does), so the instances are typed as the
+ORM's, on SQLite and PostgreSQL alike. tests/annotate/test_rows.py holds the ORM queries these
+statements replace and checks that both return the same, for every person and every kind of
+task.
 """
 
 from __future__ import annotations
