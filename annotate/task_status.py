@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.utils.safestring import SafeString, mark_safe
 
-from annotate.services import LabelErrors, check_answer_label, check_claim_label
+from annotate.services import LabelErrors, check_answer_label, check_row_label
 
 # How a missing field is named in the status ("claim 2: quote missing").
 FIELD_NAMES = {
@@ -97,16 +97,8 @@ def check_claim(row, shown, schema, errors: LabelErrors | None = None) -> None:
     needs) and `state_json`. `errors`: a refused submission's, shown as problems."""
     now, needed = LabelErrors(), LabelErrors()
     if row.label is not None:
-        for complete, found in ((False, now), (True, needed)):
-            check_claim_label(
-                row.label,
-                row.claim,
-                shown,
-                citations=row.citations,
-                schema=schema,
-                complete=complete,
-                errors=found,
-            )
+        check_row_label(row, shown, schema=schema, complete=False, errors=now)
+        check_row_label(row, shown, schema=schema, complete=True, errors=needed)
     else:
         needed.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
     prefix = f"claim.{row.claim.ordinal}."

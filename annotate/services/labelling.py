@@ -197,6 +197,22 @@ def check_claim_label(
             errors.add(f"{key}.citations", f"Say whether {cited_id} supports the claim.")
 
 
+def check_row_label(
+    row, shown, *, schema: LabelSchema, complete: bool, errors: LabelErrors
+) -> None:
+    """check_claim_label for a row of the labelling screen (selectors.ClaimRow): its label,
+    claim and citations."""
+    check_claim_label(
+        row.label,
+        row.claim,
+        shown,
+        citations=row.citations,
+        schema=schema,
+        complete=complete,
+        errors=errors,
+    )
+
+
 # A choices class's `values` is a list built anew at each read: 80,000 reads in a
 # 40,000-label import.
 _SEVERITIES = frozenset(Severity.values)
@@ -431,15 +447,7 @@ def screen_errors(screen, *, complete: bool) -> LabelErrors:
     errors = LabelErrors()
     for row in screen.claims:
         if row.label is not None:
-            check_claim_label(
-                row.label,
-                row.claim,
-                shown,
-                citations=row.citations,
-                schema=schema,
-                complete=complete,
-                errors=errors,
-            )
+            check_row_label(row, shown, schema=schema, complete=complete, errors=errors)
         elif complete:
             errors.add(f"claim.{row.claim.ordinal}.support", "Choose a support label.")
     check_answer_label(screen.assignment, schema=schema, complete=complete, errors=errors)
