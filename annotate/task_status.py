@@ -145,8 +145,8 @@ def of(screen, errors: LabelErrors | None = None) -> TaskStatus:
 def state_json(row) -> SafeString:
     """The claim's label as the page's script reads it (data-label on the claim): its values,
     version, problems and what is missing. The reviewer's own draft only. Escaped for an
-    attribute, braces included, so no '{{' or '}}' of a JSON object reads as template
-    syntax in the page's source."""
+    attribute in single quotes, braces included, so no '{{' or '}}' of a JSON object reads as
+    template syntax in the page's source."""
     label = row.label
     data = {
         "v": row.version,
@@ -165,5 +165,8 @@ def state_json(row) -> SafeString:
 
 
 def _attribute_json(data) -> SafeString:
-    text = html.escape(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
-    return mark_safe(text.replace("{", "&#123;").replace("}", "&#125;"))
+    """JSON for an attribute in single quotes: &, <, > and ' escaped, double quotes not. A
+    JSON object is mostly double quotes, and as &quot; each took six bytes: 11 KB of a
+    60-claim page."""
+    text = html.escape(json.dumps(data, separators=(",", ":"), ensure_ascii=False), quote=False)
+    return mark_safe(text.replace("'", "&#x27;").replace("{", "&#123;").replace("}", "&#125;"))

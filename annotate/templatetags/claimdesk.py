@@ -153,6 +153,6 @@ def claim_link(row, text: str, selected=None, oob: bool = False):
     oob_attr = ' hx-swap-oob="true"' if oob else ""
     return mark_safe(
         f'<a class="{" ".join(classes)}" id="claim-span-{ordinal}" href="?claim={ordinal}" '
-        f'data-claim="{ordinal}" data-label="{row.state_json}"{oob_attr}>'
+        f"data-claim=\"{ordinal}\" data-label='{row.state_json}'{oob_attr}>"
         f'<span class="claim-number">{ordinal + 1}</span>{_escape(text)}{mark}</a>'
     )

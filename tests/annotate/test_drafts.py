@@ -54,7 +54,7 @@ def url(assignment, name="task", **kwargs) -> str:
 
 
 def data_label(reply: str, ordinal: int = 0) -> dict:
-    span = re.search(rf'id="claim-span-{ordinal}"[^>]*data-label="([^"]*)"', reply)
+    span = re.search(rf"id=\"claim-span-{ordinal}\"[^>]*data-label='([^']*)'", reply)
     return json.loads(html.unescape(span.group(1)))
 
 

@@ -7,6 +7,7 @@ import html
 import json
 import re
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.db import connection
@@ -328,7 +329,7 @@ def test_the_status_bar_counts_the_save_that_completes_the_task(client, open_tea
     assert "whole answer: relevance missing" in before
     data = {"relevance": "2", "abstention": "appropriate" if assignment.answer.abstained else ""}
     reply = client.post(url, data, headers={"HX-Request": "true"}).content.decode()
-    state = json.loads(html.unescape(re.search(r'data-state="([^"]*)"', reply).group(1)))
+    state = json.loads(html.unescape(re.search(r"data-state='([^']*)'", reply).group(1)))
     assert state == {"problems": {}, "missing": {}}  # the script then says ready to submit
     after = client.get(task_url(open_team, assignment)).content.decode()
     assert "ready to submit" in after
@@ -345,6 +346,46 @@ def test_passage_and_answer_text_are_escaped(client, open_team, reviewer_a):
     page = client.get(task_url(open_team, assignment)).content.decode()
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert" in page
+
+
+class _Attributes(HTMLParser):
+    """The attributes of the element with an id, as a browser's parser reads them."""
+
+    def __init__(self, element_id: str):
+        super().__init__()
+        self.element_id, self.found = element_id, None
+
+    def handle_starttag(self, tag, attrs):
+        if dict(attrs).get("id") == self.element_id:
+            self.found = dict(attrs)
+
+
+def attributes(page: str, element_id: str) -> dict:
+    parser = _Attributes(element_id)
+    parser.feed(page)
+    return parser.found
+
+
+@pytest.mark.django_db
+def test_a_draft_with_quotes_and_markup_reads_back_whole_from_its_attribute(
+    client, open_team, reviewer_a
+):
+    """data-label is JSON in a single-quoted attribute: what a reviewer typed (quotes of both
+    kinds, markup, an entity, template braces) comes back exactly as a browser parses it,
+    in the save's reply and on the page, and never ends the attribute."""
+    client_for(client, reviewer_a)
+    assignment = task_with_claims(open_team, reviewer_a)
+    note = """It's "quoted" <b>bold</b> &amp; {{ x }} '>"""
+    url = task_url(open_team, assignment, "save_claim", index=0)
+    reply = client.post(url, {"note": note, "version": "0"}, headers={"HX-Request": "true"})
+    page = client.get(task_url(open_team, assignment)).content.decode()
+    for text in (reply.content.decode(), page):
+        found = attributes(text, "claim-span-0")
+        assert json.loads(found["data-label"])["note"] == note
+        assert set(found) - {"hx-swap-oob"} == {"class", "id", "href", "data-claim", "data-label"}
+        raw = re.search(r"data-label='([^']*)'", text).group(1)
+        assert "<" not in raw and "{{" not in raw
+    assert json.loads(attributes(page, "answer-state")["data-state"])["missing"]
 
 
 def _answer_with(project, *, claims: int, passages: int, number: int) -> Answer:
@@ -486,7 +527,7 @@ def test_the_status_names_what_each_claim_still_needs_and_says_saved_only_after_
     # the reply is the claim: its mark says it is not finished, its state says what is missing
     assert 'class="claim supported incomplete"' in reply
     assert "supported, incomplete" in reply
-    state = json.loads(html.unescape(re.search(r'data-label="([^"]*)"', reply).group(1)))
+    state = json.loads(html.unescape(re.search(r"data-label='([^']*)'", reply).group(1)))
     assert set(state["missing"]) == {"evidence_ids", "evidence_quote"}
     assert state["v"] == 1
     page = client.get(task_url(open_team, assignment)).content.decode()
