@@ -561,7 +561,7 @@ def main() -> None:
                     f"labelling page, {claims} claims (big project)",
                     f"p50 {p(times, 0.5):.1f} ms · p95 {p(times, 0.95):.1f} ms · "
                     f"{last.headers.get('X-Query-Count')} queries · "
-                    f"{len(last.content) / 1024:.0f} KB",
+                    f"{len(last.content):,} bytes ({len(last.content) / 1024:.1f} KiB)",
                 )
             )
         number = numbers["page-10/baseline"]
