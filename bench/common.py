@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -36,3 +37,19 @@ def setup_bench_database() -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def start_worker(env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The background worker a deployment runs beside its web servers (docker-compose's
+    `worker`), on the same database: a big project's reports are computed there, not in the
+    request."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "worker"],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+    )
+
+
+# What a report page shows while a worker computes the report.
+PENDING = b'data-report-freshness="pending"'

@@ -46,7 +46,7 @@ from bench.agreement_gold import (  # noqa: E402
     export_in_child,
     label_everything,
 )
-from bench.common import ROOT, setup_bench_database  # noqa: E402
+from bench.common import PENDING, ROOT, setup_bench_database, start_worker  # noqa: E402
 from bench.import_bundle import write_bundle  # noqa: E402
 
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
@@ -219,17 +219,6 @@ SERVER_ENV = {
     "CLAIMDESK_QUERY_COUNT_HEADER": "1",
     "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
 }
-
-
-def start_worker() -> subprocess.Popen:
-    """The background worker a deployment runs beside gunicorn (docker-compose's `worker`):
-    the agreement page of a big project is computed there, not in the request."""
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "worker"],
-        cwd=ROOT,
-        env={**os.environ, **SERVER_ENV},
-        stdout=subprocess.DEVNULL,
-    )
 
 
 def start_server() -> subprocess.Popen:
@@ -547,7 +536,7 @@ def main() -> None:
     figures = build()
     lines, import_seconds, import_bytes = figures["import"]
     server = start_server()
-    worker = start_worker()
+    worker = start_worker(SERVER_ENV)
     rows: list[tuple[str, str]] = []
     try:
         measurer = Browser("r0")
@@ -630,7 +619,7 @@ def main() -> None:
             start = time.perf_counter()
             first = lead.get(url)
             first_ms = (time.perf_counter() - start) * 1000
-            while b'data-report-freshness="pending"' in lead.get(url).content:
+            while PENDING in lead.get(url).content:
                 time.sleep(0.2)
             ready_s = time.perf_counter() - start
             times, last = timed(lambda url=url: lead.get(url), n=6)
