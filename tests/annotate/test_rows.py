@@ -220,3 +220,14 @@ def test_the_claim_read_returns_what_the_orm_queries_returned(two_demos, reviewe
         "cited, not retrieved",
         "shown",
     }
+
+
+def test_a_field_whose_value_may_differ_by_database_is_refused():
+    """A job's id, a UUID, comes back as text from SQLite and as a UUID from PostgreSQL: read
+    as returned, it would differ from the ORM's on one of them, so declaring the columns of a
+    statement that reads it fails at once."""
+    from annotate.rows import Columns
+    from jobs.models import Job
+
+    with pytest.raises(TypeError, match="UUIDField"):
+        Columns(("j", Job))
