@@ -227,8 +227,8 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     columns = _TASK_PAGE if page else _TASK
     # Joined through the project's memberships, unique per (project, user): at most one row.
     # The answer's own project, named too, lets the plan read the answer by (project, task
-    # number); the task views prepare this statement (annotate.prepared), and without it the
-    # generic plan scanned every project's task numbers, so PostgreSQL planned each run afresh.
+    # number): without it, PostgreSQL scanned every answer for a reviewer holding thousands
+    # of tasks (tests/test_prepared_statements.py).
     sql = f"""
         SELECT {columns}{", pref.single_key_shortcuts" if page else ""}
         FROM annotate_assignment a

@@ -32,7 +32,6 @@ from annotate.models import (
     Support,
 )
 from annotate.paging import paginate
-from annotate.prepared import with_prepared_statements
 from annotate.report_cache import reports_of
 from annotate.services import ServiceError
 
@@ -58,12 +57,10 @@ def project_view(*roles: str):
 def task_view(view=None, *, page: bool = True):
     """Resolve /p/<slug>/tasks/<number>/ to the reviewer's own assignment in one query (the
     project and the role come with it), or 404 -- for anyone else, and for a task that is not
-    theirs, alike. `page=False` for a draft save, which needs less of it. The statements of
-    these views, the busiest, are prepared on PostgreSQL (annotate.prepared)."""
+    theirs, alike. `page=False` for a draft save, which needs less of it."""
     if view is None:
         return lambda view: task_view(view, page=page)
 
-    @with_prepared_statements
     @login_required
     @wraps(view)
     def wrapper(request, slug, number, *args, **kwargs):

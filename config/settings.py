@@ -122,8 +122,6 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-# On PostgreSQL the reviewer's task views prepare their statements (annotate.prepared).
-DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Concurrent writers (the dev server's threads, a running import) would otherwise see
