@@ -162,7 +162,7 @@ def jsonl(rows) -> Iterator[str]:
 
 # --- Gold ------------------------------------------------------------------------------------
 
-GOLD_SCHEMA_VERSION = "claimdesk.gold/2"
+GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
 ITEMS = ("all", "claim", "answer")
 JUDGE_SPLITS = ("all", "judge_dev", "judge_test")
@@ -424,16 +424,24 @@ def gold_rows(
                     )
                     row["human_kappa"] = claim_kappa
                     yield _hashed(row, provenance, tail, encode)
-            if chosen.item in ("all", "answer") and not (chosen.decided_only and pair.pending):
+            if chosen.item not in ("all", "answer"):
+                continue
+            # support_binary from the answer's claims, in every schema: an answer is decided
+            # only once its claims' support_binary and its own fields all are.
+            answer_gold, answer_source = gold.answer_gold(
+                pair, claims_of.get(pair.answer_id, ()), answer_fields
+            )
+            decided = gold.row_state(answer_source) != gold.PENDING
+            if not chosen.decided_only or decided:
                 row = GoldRow((k, v) for k, v in common.items() if k != "doc")
                 row.update(
                     item="answer",
                     # Gold reads the first two submitted; more (an overlap above 2) are
                     # counted here, never dropped without a word.
                     label_sets=label_sets[pair.answer_id],
-                    decided=not pair.pending,
-                    gold={name: pair.gold.get(name) for name in answer_fields},
-                    gold_source=dict(pair.source),
+                    decided=decided,
+                    gold=answer_gold,
+                    gold_source=answer_source,
                     rationale=dict(pair.rationale),
                     reviewer_a=_reviewer(pair.reviewer_a, pair.a, answer_keys, names),
                     reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
