@@ -458,15 +458,63 @@ def _claim_kappa_fields(schema) -> tuple[str, ...]:
     return tuple(fields)
 
 
+# The gold page's columns, a gold row's states in order: a state a summary counts is a
+# column here (the test of the page checks that its total is the sum of its columns).
+GOLD_STATES = (gold.AGREED, gold.ADJUDICATED, gold.PENDING)
+_SPLITS = JUDGE_SPLITS[1:]
+
+
+@dataclass(frozen=True)
+class GoldCountRow:
+    """One line of the gold page's table: how many rows of the download are in each state."""
+
+    label: str
+    counts: Counter
+    nested: bool = False  # a judge split's part of the line above
+
+    @property
+    def cells(self) -> list[int]:
+        """The counts in GOLD_STATES order."""
+        return [self.counts[state] for state in GOLD_STATES]
+
+    @property
+    def total(self) -> int:
+        return self.counts.total()
+
+
 @dataclass
 class GoldCounts:
-    """How much of the gold set is decided, by item: rows whose every field is agreed,
-    rows a lead decided (some field adjudicated, none pending), rows still pending."""
+    """How much of the gold set is decided, by item and judge split (gold.row_state): rows
+    whose every field is agreed, rows a lead decided (some field adjudicated, none pending),
+    rows still pending. An answer row's support_binary is its claims' (gold.answer_gold), so
+    an answer is pending while one of its claims' support_binary is."""
 
     claims: Counter = field(default_factory=Counter)
     answers: Counter = field(default_factory=Counter)
-    by_split: dict[str, Counter] = field(default_factory=dict)
+    by_split: dict[str, Counter] = field(default_factory=dict)  # claims
+    answers_by_split: dict[str, Counter] = field(default_factory=dict)
     beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
+    columns: tuple[str, ...] = GOLD_STATES
+
+    @property
+    def rows(self) -> list[GoldCountRow]:
+        """The table's lines: claims, then answers, each followed by its judge splits."""
+        rows = []
+        for label, counts, by_split in (
+            ("Claims", self.claims, self.by_split),
+            ("Answers", self.answers, self.answers_by_split),
+        ):
+            rows.append(GoldCountRow(label, counts))
+            rows += [
+                GoldCountRow(f"of which {split}", by_split.get(split, Counter()), nested=True)
+                for split in _SPLITS
+            ]
+        return rows
+
+    @property
+    def empty(self) -> bool:
+        """Nothing doubly labelled: every doubly-labelled answer has an answer row."""
+        return not self.answers.total()
 
 
 def gold_counts(project: Project, *, summary: gold.PairSummary | None = None) -> GoldCounts:
@@ -477,6 +525,7 @@ def gold_counts(project: Project, *, summary: gold.PairSummary | None = None) ->
         claims=Counter(summary.claims),
         answers=Counter(summary.answers),
         by_split={split: Counter(c) for split, c in summary.claims_by_split.items()},
+        answers_by_split={split: Counter(c) for split, c in summary.answers_by_split.items()},
         beyond_two=summary.beyond_two,
     )
 
