@@ -26,40 +26,9 @@ from evaluation.estimators import (
     stratified_ppi_plus_plus,
     three_way_shares,
 )
+from tests.evaluation.calibration_world import demo_shaped, from_cells, judged_sample
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def from_cells(*, tn: int, tp: int, fp: int, fn: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gold and judge indicators with the given confusion cells (positive = unsupported)."""
-    gold = np.array([0] * tn + [1] * tp + [0] * fp + [1] * fn, dtype=bool)
-    judge = np.array([0] * tn + [1] * tp + [1] * fp + [0] * fn, dtype=bool)
-    return gold, judge
-
-
-def demo_shaped() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The demo's gold and target (fixtures/demo_labels.jsonl, demo_judge_run.jsonl, all
-    splits): 52 gold claims of doubly-labelled answers whose reviewers agree on support_binary
-    — 30 supported and 17 unsupported on both sides, 4 false alarms of the judge, 1 miss — and
-    23 judged claims of unlabelled answers, 4 of them called unsupported. Returns gold, the
-    judge on gold, the judge on the target."""
-    gold, judge = from_cells(tn=30, tp=17, fp=4, fn=1)
-    target = np.array([1] * 4 + [0] * 19, dtype=bool)
-    return gold, judge, target
-
-
-def judged_sample(
-    seed: int, *, n: int, big_n: int, share: float = 0.3, tpr: float = 0.8, tnr: float = 0.9
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """n gold claims and N target claims with a true unsupported ``share``, labelled by a judge
-    with the given TPR and TNR. Returns gold, the judge on gold, the judge on the target."""
-    rng = np.random.default_rng(seed)
-
-    def judge(truth: np.ndarray) -> np.ndarray:
-        return np.where(truth, rng.random(truth.size) < tpr, rng.random(truth.size) >= tnr)
-
-    gold = rng.random(n) < share
-    return gold, judge(gold), judge(rng.random(big_n) < share)
 
 
 DATA_SETS = {
@@ -197,7 +166,7 @@ def test_ppi_plus_plus_is_narrower_than_classic_ppi_on_the_demo_shaped_data():
 
 def test_importing_the_estimators_does_not_load_ppi_py_or_numba():
     code = (
-        "import sys, evaluation.estimators; "
+        "import sys, evaluation.estimators, evaluation.sampling_design; "
         "print(sorted(m for m in ('ppi_py', 'numba') if m in sys.modules))"
     )
     out = subprocess.run(
