@@ -20,9 +20,9 @@ driver returns is already the ORM's type for most fields: integers, text, floats
   the database's TIME_ZONE, UTC unless DATABASES sets one (Django's documentation, "TIME_ZONE"
   under DATABASES), so it is made aware in that zone. PostgreSQL returns it aware.
 
-Any other kind of field (a decimal, a UUID, a duration: stored differently on each database)
-is refused when a statement's columns are declared, at import, rather than read with the
-wrong type. tests/annotate/test_rows.py holds the ORM queries these statements replace and
+Any other kind of field (a date, a decimal, a UUID: none read here yet, and some come back
+as text from SQLite) is refused when a statement's columns are declared, at import, rather
+than read with a type nobody checked. tests/annotate/test_rows.py holds the ORM queries these statements replace and
 checks that both return the same values of the same types, for every person and every kind of
 task, on SQLite and PostgreSQL.
 """
@@ -38,12 +38,12 @@ from django.db import connection, models
 from django.db.models import Model
 from django.utils import timezone
 
-# Fields whose value the driver returns as the ORM's type on SQLite and PostgreSQL alike.
+# Fields whose value the driver returns as the ORM's type on SQLite and PostgreSQL alike (the
+# kinds tests/annotate/test_rows.py reads on both).
 AS_RETURNED = (
     models.AutoField,  # and BigAutoField, SmallAutoField
     models.BooleanField,
     models.CharField,  # and SlugField, EmailField
-    models.DateField,  # not DateTimeField, a subclass: see _reader
     models.FloatField,
     models.IntegerField,  # and every integer field
     models.TextField,
