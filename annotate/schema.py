@@ -125,6 +125,22 @@ class LabelSchema:
         scale = "three-way" if self.support == "three_way" else "binary"
         return f"support ({scale}); other claim fields: {claims}; answer fields: {answers}"
 
+    def changes_from(self, old: LabelSchema) -> str:
+        """What differs from `old`, for an import's result: 'support three_way → binary;
+        claim fields severity, evidence → none' (only the parts that changed)."""
+
+        def listed(names: tuple[str, ...]) -> str:
+            return ", ".join(names) or "none"
+
+        parts = []
+        if old.support != self.support:
+            parts.append(f"support {old.support} → {self.support}")
+        for key, label in (("claim_fields", "claim fields"), ("answer_fields", "answer fields")):
+            before, after = getattr(old, key), getattr(self, key)
+            if before != after:
+                parts.append(f"{label} {listed(before)} → {listed(after)}")
+        return "; ".join(parts) or "none"
+
 
 DEFAULT = LabelSchema()
 

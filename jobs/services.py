@@ -316,8 +316,18 @@ def _import_result(result) -> dict:
             for kind, counter in result.counts.items()
         },
         "proposed_claims": result.proposed_claims,
+        "label_schema_change": _schema_change(result.label_schema_change),
         "summary": result.summary(),
     }
+
+
+def _schema_change(change) -> dict | None:
+    """A label schema the import set, as {"from", "to"} (the default "from" for a new
+    project), or None when it stayed as it was."""
+    if change is None:
+        return None
+    before, after = change
+    return {"from": before.as_dict(), "to": after.as_dict()}
 
 
 def _done_import(job: Job, progress: Progress, result: dict, project: Project) -> None:
