@@ -20,7 +20,8 @@ import difflib
 import hashlib
 import io
 import json
-from collections.abc import Container, Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,15 @@ MAX_VARIANT = 200
 LIST_FORMS = "a JSON list or a Python list literal (as Ragas' to_csv writes it)"
 
 
-def case_id_for(question: str) -> str:
-    """The same question is the same case, in every file and every variant's dataset."""
-    return "q:" + _digest(question)
+def case_id_for(question: str, passage_ids: Sequence[str] | None = None) -> str:
+    """A question's case. Named by the question alone when a file gives the question one set
+    of retrieved contexts, so each variant's file answers the same cases even when their
+    retrievers differ; by the question and its contexts' passage ids (in rank order) when a
+    file gives it several, as one instruction over many sources does ("summarise this"):
+    each source is its own case, never a sample of the others (`assign_cases`)."""
+    if passage_ids is None:
+        return "q:" + _digest(question)
+    return "q:" + _digest(json.dumps([question, list(passage_ids)], ensure_ascii=False))
 
 
 def passage_id_for(text: str) -> str:
@@ -71,10 +78,11 @@ class RagasRow:
     response: str
     contexts: list[tuple[str, str]]  # (passage id, text), in rank order
     reference: str
+    case_id: str = ""  # set by assign_cases once every row is read
 
     @property
-    def case_id(self) -> str:
-        return case_id_for(self.user_input)
+    def context_ids(self) -> tuple[str, ...]:
+        return tuple(pid for pid, _ in self.contexts)
 
 
 @dataclass
@@ -126,6 +134,7 @@ def read_dataset(lines: Iterable[bytes | str]) -> RagasDataset:
     dataset.passed_over = list(passed_over)
     if not dataset.rows and not errors:
         errors.append(BundleError(0, "the file holds no samples", dataset.unit))
+    assign_cases(dataset.rows)
     _check_across_rows(dataset, errors)
     if errors:
         raise BundleInvalid(errors)
@@ -375,8 +384,22 @@ class _Sample:
 _INVALID = object()
 
 
+def assign_cases(rows: Sequence[RagasRow]) -> None:
+    """One case per sample unless both question and retrieved contexts are equal: rows that
+    repeat a question with the same contexts are samples 0, 1, ... of one case (repeated
+    generations); rows that share a question but not its contexts are cases apart, or their
+    samples' differences would read as generation variance. Deterministic: a file imported
+    again names the same cases."""
+    contexts: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for row in rows:
+        contexts[row.user_input].add(row.context_ids)
+    for row in rows:
+        several = len(contexts[row.user_input]) > 1
+        row.case_id = case_id_for(row.user_input, row.context_ids if several else None)
+
+
 def _check_across_rows(dataset: RagasDataset, errors: list[BundleError]) -> None:
-    """One passage id, one text; one question, one reference (where given)."""
+    """One passage id, one text; one case, one reference (where given)."""
     unit = dataset.unit
     passages: dict[str, tuple[str, int]] = {}
     references: dict[str, tuple[str, int]] = {}
@@ -393,13 +416,13 @@ def _check_across_rows(dataset: RagasDataset, errors: list[BundleError]) -> None
                     )
                 )
         if row.reference:
-            seen = references.setdefault(row.user_input, (row.reference, row.line))
+            seen = references.setdefault(row.case_id, (row.reference, row.line))
             if seen[0] != row.reference:
                 errors.append(
                     BundleError(
                         row.line,
                         f"column 'reference' differs from {unit} {seen[1]}'s for the same "
-                        "user_input; a question has one reference answer",
+                        "user_input and retrieved_contexts; a case has one reference answer",
                         unit,
                     )
                 )

@@ -24,6 +24,9 @@ from tests.conftest import FIXTURES, may_create_projects
 
 RAGAS = FIXTURES / "ragas"
 DEADLINE = "When is Assignment 2 due, and are late submissions allowed?"
+# baseline.jsonl asks DEADLINE on lines 1 and 3 with other contexts: two cases.
+DEADLINE_FIRST = ragas.case_id_for(DEADLINE, ["notes-17", "notes-18"])
+DEADLINE_AGAIN = ragas.case_id_for(DEADLINE, ["notes-17"])
 
 
 def rows(*samples: dict) -> list[str]:
@@ -65,8 +68,9 @@ def test_a_ragas_dataset_arrives_as_passages_cases_answers_and_proposed_claims()
         "notes-17",
         "notes-18",
     ]
-    deadline = Case.objects.get(project=project, question=DEADLINE)
-    assert deadline.case_id == ragas.case_id_for(DEADLINE)
+    # The file asks the deadline question twice with other contexts: its first row's case.
+    deadline = Case.objects.get(project=project, case_id=DEADLINE_FIRST)
+    assert deadline.question == DEADLINE
     assert (deadline.answerable, deadline.adversarial) == (True, False)
     assert deadline.reference.startswith("Assignment 2 is due on 14 March;")
     assert deadline.required_facts == [] and not deadline.evidence.exists()
@@ -85,13 +89,70 @@ def test_a_ragas_dataset_arrives_as_passages_cases_answers_and_proposed_claims()
 
 
 @pytest.mark.django_db
-def test_the_same_question_answered_twice_by_a_variant_is_samples_0_and_1():
+def test_the_same_question_and_contexts_answered_twice_by_a_variant_is_samples_0_and_1():
+    contexts = {"retrieved_contexts": ["Due 14 March."], "retrieved_context_ids": ["n17"]}
+    import_ragas(
+        lines=rows(
+            sample(DEADLINE, "On 14 March.", **contexts),
+            sample("Other?", retrieved_contexts=["Due 14 March."], retrieved_context_ids=["n17"]),
+            sample(DEADLINE, "14 March, I think.", **contexts),
+        ),
+        project_slug="rg",
+        variant="baseline",
+    )
+
+    case = Case.objects.get(question=DEADLINE)
+    assert case.case_id == ragas.case_id_for(DEADLINE)  # named by its question alone
+    assert [(a.sample, a.answer_id, a.text) for a in case.answers.order_by("sample")] == [
+        (0, f"{case.case_id}/baseline", "On 14 March."),
+        (1, f"{case.case_id}/baseline/1", "14 March, I think."),
+    ]
+
+
+@pytest.mark.django_db
+def test_one_instruction_over_fifty_sources_is_fifty_cases_not_fifty_samples():
+    """A summarisation set: one user_input, 50 different contexts. Merged into one case, its
+    50 summaries read as 50 samples of one generation, and `evaluate` reported a generation
+    variance of 1.000; each source is a case of its own."""
+    instruction = "Summarise the document in one sentence."
+    lines = rows(
+        *(
+            sample(instruction, f"Summary {i}.", retrieved_contexts=[f"Document {i} says {i}."])
+            for i in range(50)
+        )
+    )
+    result = import_ragas(lines=lines, project_slug="rg", variant="baseline")
+
+    assert result.counts["case"]["created"] == 50 and Case.objects.count() == 50
+    assert set(Case.objects.values_list("question", flat=True)) == {instruction}
+    assert set(Answer.objects.values_list("sample", flat=True)) == {0}
+    assert all(case.answers.count() == 1 for case in Case.objects.all())
+    ids = set(Case.objects.values_list("case_id", flat=True))
+    assert ids == {
+        ragas.case_id_for(instruction, [ragas.passage_id_for(f"Document {i} says {i}.")])
+        for i in range(50)
+    }
+
+    again = import_ragas(lines=lines, project_slug="rg", variant="baseline")
+    assert set(Case.objects.values_list("case_id", flat=True)) == ids  # deterministic
+    assert again.counts["answer"]["unchanged"] == 50
+    assert Answer.objects.count() == 50
+
+
+@pytest.mark.django_db
+def test_the_same_question_with_other_contexts_in_one_file_is_a_case_of_its_own():
+    """baseline.jsonl asks the deadline question twice, with other retrieved contexts: two
+    cases of one answer each, not two samples of one case."""
     import_ragas(lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline")
 
-    answers = Answer.objects.filter(case__question=DEADLINE).order_by("sample")
-    assert [(a.sample, a.answer_id) for a in answers] == [
-        (0, f"{ragas.case_id_for(DEADLINE)}/baseline"),
-        (1, f"{ragas.case_id_for(DEADLINE)}/baseline/1"),
+    deadline = Case.objects.filter(question=DEADLINE).order_by("case_id")
+    assert sorted(c.case_id for c in deadline) == sorted([DEADLINE_FIRST, DEADLINE_AGAIN])
+    assert [
+        (a.case.case_id, a.sample, a.answer_id)
+        for a in Answer.objects.filter(case__question=DEADLINE).order_by("text")
+    ] == [
+        (DEADLINE_AGAIN, 0, f"{DEADLINE_AGAIN}/baseline"),
+        (DEADLINE_FIRST, 0, f"{DEADLINE_FIRST}/baseline"),
     ]
 
 
@@ -126,14 +187,27 @@ def test_reimporting_changes_nothing_and_a_second_variant_adds_answers_to_the_sa
         lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
     )
     assert {m: m.objects.count() for m in before} == before
-    assert again.summary().startswith("variants: none; passages: none; cases: 3 unchanged")
+    assert again.summary() == (
+        "variants: none; passages: none; cases: 4 unchanged; answers: 4 unchanged; claims: "
+        f"{before[Claim]} unchanged; judgments: none"
+    )
 
     verifier = import_ragas(
         lines=io.BytesIO(read("verifier.jsonl")), project_slug="rg", variant="verifier"
     )
     assert verifier.counts["answer"]["created"] == 3
-    assert verifier.counts["case"] == {"unchanged": 3, "created": 0, "replaced": 0}
-    assert Passage.objects.count() == before[Passage] and Case.objects.count() == before[Case]
+    # Each question the verifier asks once: the learning-rate and batch-size cases are the
+    # baseline's (the batch question with other contexts: a retrieval that differs); the
+    # deadline question, which the baseline asked with two sets of contexts, is a new case.
+    assert verifier.counts["case"] == {"unchanged": 2, "created": 1, "replaced": 0}
+    assert set(
+        Answer.objects.filter(variant__name="verifier").values_list("case__case_id", flat=True)
+    ) == {
+        ragas.case_id_for(DEADLINE),
+        ragas.case_id_for("What learning rate does the lab use?"),
+        ragas.case_id_for("Why does the lab require batch size 64?"),
+    }
+    assert Passage.objects.count() == before[Passage] and Case.objects.count() == before[Case] + 1
     assert set(Variant.objects.values_list("name", flat=True)) == {"baseline", "verifier"}
 
 
@@ -281,12 +355,22 @@ def test_a_csv_header_without_the_columns_is_one_problem_not_one_per_row():
 
 
 @pytest.mark.django_db
-def test_one_question_with_two_references_is_refused_on_the_second():
+def test_one_case_with_two_references_is_refused_on_the_second():
     errors = errors_for(rows(sample("Q?", reference="A."), sample("Q?", reference="B.")))
     assert errors == [
-        "line 2: column 'reference' differs from line 1's for the same user_input; a question "
-        "has one reference answer"
+        "line 2: column 'reference' differs from line 1's for the same user_input and "
+        "retrieved_contexts; a case has one reference answer"
     ]
+    # Other contexts: another case, with its own reference.
+    import_ragas(
+        lines=rows(
+            sample("Q?", reference="A.", retrieved_contexts=["One."]),
+            sample("Q?", reference="B.", retrieved_contexts=["Two."]),
+        ),
+        project_slug="rg",
+        variant="v",
+    )
+    assert sorted(Case.objects.values_list("reference", flat=True)) == ["A.", "B."]
 
 
 @pytest.mark.django_db
@@ -371,7 +455,7 @@ def test_import_ragas_command_prints_counts_and_exits_non_zero_on_problems(tmp_p
     )
     assert out.getvalue().startswith(
         "Project 'rg' created from 4 Ragas sample(s) of variant 'baseline': variants: 1 "
-        "created; passages: 3 created; cases: 3 created; answers: 4 created;"
+        "created; passages: 3 created; cases: 4 created; answers: 4 created;"
     )
     assert "claim(s) were proposed by the sentence splitter" in out.getvalue()
     assert Project.objects.get().name == "Ragas sample"
