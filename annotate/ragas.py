@@ -439,6 +439,9 @@ class Conversion:
     origins: list[int]
     unit: str
     answers: dict[str, int]  # answer_id -> dataset line
+    # Passages and cases the rows name that the project holds as they are, so no line was
+    # written for them: the import counts them unchanged.
+    held: dict[str, int] = field(default_factory=dict)
 
     def errors_in_dataset(self, exc: BundleInvalid) -> BundleInvalid:
         """The bundle importer's errors, numbered by the dataset's lines instead."""
@@ -478,20 +481,29 @@ def to_bundle(
     if corpus_version is not None:
         objects.append((0, {"type": "bundle", "corpus_version": corpus_version}))
     passages: dict[str, int] = {}
+    held_passages: set[str] = set()
     for row in dataset.rows:
         for pid, text in row.contexts:
-            if pid not in passages and known_passages.get(pid) != text:
+            if pid in passages or pid in held_passages:
+                continue
+            if known_passages.get(pid) == text:
+                held_passages.add(pid)
+            else:
                 passages[pid] = row.line
                 objects.append((row.line, {"type": "passage", "passage_id": pid, "text": text}))
     cases: dict[str, int] = {}
-    reference: dict[str, str] = {}  # read_dataset made sure a question has only one
+    held_cases: set[str] = set()
+    reference: dict[str, str] = {}  # read_dataset made sure a case has only one
     for row in dataset.rows:
         if row.reference:
             reference.setdefault(row.case_id, row.reference)
     for row in dataset.rows:
         case_id = row.case_id
-        if case_id in cases or (case_id in known_cases and case_id not in reference):
-            continue  # nothing to say about a case the project holds
+        if case_id in cases:
+            continue
+        if case_id in known_cases and case_id not in reference:
+            held_cases.add(case_id)  # nothing to say about a case the project holds
+            continue
         cases[case_id] = row.line
         case = {
             "type": "case",
@@ -533,4 +545,5 @@ def to_bundle(
         origins=[origin for origin, _ in objects],
         unit=dataset.unit,
         answers=answers,
+        held={"passage": len(held_passages), "case": len(held_cases)},
     )

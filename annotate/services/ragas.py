@@ -46,6 +46,7 @@ def import_ragas(
         known_passages=dict(project.passages.values_list("passage_id", "text")) if project else {},
         known_cases=set(project.cases.values_list("case_id", flat=True)) if project else set(),
     )
+    variant_held = project is not None and project.variants.filter(name=variant).exists()
     if project is not None and not project.is_draft:
         _refuse_new_answers(project, conversion)
     try:
@@ -59,6 +60,12 @@ def import_ragas(
         )
     except BundleInvalid as exc:
         raise conversion.errors_in_dataset(exc) from exc
+    # What the file names that the project already held as it is: no bundle line was made
+    # for it, so the bundle import did not count it.
+    for kind, n in conversion.held.items():
+        result.counts[kind]["unchanged"] += n
+    if variant_held:
+        result.counts["variant"]["unchanged"] += 1
     return RagasImportResult(
         **{f.name: getattr(result, f.name) for f in fields(ImportResult)},
         samples=len(dataset.rows),

@@ -135,7 +135,7 @@ def test_one_instruction_over_fifty_sources_is_fifty_cases_not_fifty_samples():
 
     again = import_ragas(lines=lines, project_slug="rg", variant="baseline")
     assert set(Case.objects.values_list("case_id", flat=True)) == ids  # deterministic
-    assert again.counts["answer"]["unchanged"] == 50
+    assert again.counts["case"]["unchanged"] == 50 and again.counts["answer"]["unchanged"] == 50
     assert Answer.objects.count() == 50
 
 
@@ -188,8 +188,8 @@ def test_reimporting_changes_nothing_and_a_second_variant_adds_answers_to_the_sa
     )
     assert {m: m.objects.count() for m in before} == before
     assert again.summary() == (
-        "variants: none; passages: none; cases: 4 unchanged; answers: 4 unchanged; claims: "
-        f"{before[Claim]} unchanged; judgments: none"
+        "variants: 1 unchanged; passages: 3 unchanged; cases: 4 unchanged; answers: 4 "
+        f"unchanged; claims: {before[Claim]} unchanged; judgments: none"
     )
 
     verifier = import_ragas(
