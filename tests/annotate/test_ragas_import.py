@@ -468,6 +468,21 @@ def test_import_ragas_command_prints_counts_and_exits_non_zero_on_problems(tmp_p
     assert err.getvalue().startswith("rows 2 and 3: column 'response' is missing")
 
 
+@pytest.mark.django_db
+def test_import_ragas_confirm_deletions_lets_a_replace_go_on(tmp_path):
+    """--confirm-deletions was accepted and then not passed on, so a replace that deletes
+    anything could never go on from the command."""
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(sample("Q?", "First answer.")) + "\n")
+    command = ["import_ragas", str(path), "--project", "rg", "--variant", "v", "--replace"]
+    call_command(*command, stdout=io.StringIO())
+    path.write_text(json.dumps(sample("Q?", "Second answer.")) + "\n")
+    with pytest.raises(CommandError, match="--confirm-deletions"):
+        call_command(*command, stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(*command, "--confirm-deletions", stdout=io.StringIO())
+    assert Answer.objects.get().text == "Second answer."
+
+
 # --- The pages and the API -------------------------------------------------------------------
 
 

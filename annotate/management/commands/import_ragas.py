@@ -40,7 +40,12 @@ class Command(BaseCommand):
         with stream:
             try:
                 result = import_ragas(
-                    lines=stream, project_slug=project, variant=variant, name=name, replace=replace
+                    lines=stream,
+                    project_slug=project,
+                    variant=variant,
+                    name=name,
+                    replace=replace,
+                    confirm_deletions=options["confirm_deletions"],
                 )
             except DeletionsNotConfirmed as exc:
                 for line in exc.deletions.lines():
