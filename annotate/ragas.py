@@ -467,19 +467,24 @@ def to_bundle(
     *,
     variant: str,
     corpus_version: str | None,
+    label_schema: Mapping[str, Any] | None = None,
     known_passages: Mapping[str, str] | None = None,
     known_cases: Container[str] = (),
 ) -> Conversion:
     """Bundle lines for a checked dataset: a header when `corpus_version` is given (a new
-    project), the passages and cases the project does not already hold as they are here, and
-    one answer per row. The same question answered again by the variant is its next sample.
+    project's, or the project's own to carry `label_schema`), the passages and cases the
+    project does not already hold as they are here, and one answer per row. A case answered
+    again by the variant (same question, same contexts) is its next sample.
 
     known_passages: passage_id -> text of the project's passages; known_cases: its case ids.
     """
     known_passages = known_passages or {}
     objects: list[tuple[int, dict[str, Any]]] = []
     if corpus_version is not None:
-        objects.append((0, {"type": "bundle", "corpus_version": corpus_version}))
+        header: dict[str, Any] = {"type": "bundle", "corpus_version": corpus_version}
+        if label_schema is not None:
+            header["label_schema"] = dict(label_schema)
+        objects.append((0, header))
     passages: dict[str, int] = {}
     held_passages: set[str] = set()
     for row in dataset.rows:

@@ -13,6 +13,7 @@ Pure: no Django import, so the statistics modules can use it too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,18 @@ class LabelSchema:
         if problems:
             raise SchemaInvalid(problems)
         return cls(support=support, **fields)
+
+    @classmethod
+    def from_json(cls, text: str) -> LabelSchema:
+        """A schema given as JSON text (an import's --label-schema, an upload's field),
+        checked as a bundle header's `label_schema` is."""
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise SchemaInvalid([f"the label schema is not JSON ({exc})"]) from exc
+        if value is None:  # `null` would mean the default: say what is meant instead
+            raise SchemaInvalid(["'label_schema' must be an object"])
+        return cls.parse(value)
 
     @classmethod
     def of(cls, stored: Any) -> LabelSchema:

@@ -27,6 +27,7 @@ from django.utils import timezone
 from annotate import collector
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
+from annotate.schema import LabelSchema
 from annotate.services import DeletionsNotConfirmed, ServiceError
 from jobs import framework
 from jobs.models import Job
@@ -367,6 +368,8 @@ def _ragas_import(job: Job, progress: Progress) -> None:
     from annotate import services as annotate_services
 
     p = job.params
+    # Checked when the upload was accepted; stored as its JSON form.
+    schema = LabelSchema.parse(p["label_schema"]) if p.get("label_schema") else None
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
             result = annotate_services.import_ragas_new_project(
@@ -375,6 +378,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 slug=job.project_slug,
                 name=p.get("name") or None,
                 user=job.created_by,
+                label_schema=schema,
                 reimport=p.get("reimport", True),
                 progress=progress.step,
             )
@@ -383,6 +387,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 lines=lines,
                 project_slug=job.project_slug,
                 variant=p["variant"],
+                label_schema=schema,
                 replace=p.get("replace", False),
                 confirm_deletions=p.get("confirm_deletions", False),
                 progress=progress.step,

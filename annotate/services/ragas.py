@@ -12,6 +12,7 @@ from django.db import transaction
 from annotate import ragas
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
+from annotate.schema import LabelSchema
 from annotate.services.imports import ImportResult, import_as_new_project, import_bundle
 
 
@@ -27,22 +28,35 @@ def import_ragas(
     project_slug: str,
     variant: str,
     name: str | None = None,
+    label_schema: LabelSchema | None = None,
     replace: bool = False,
     confirm_deletions: bool | list[str] = False,
     progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
     if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
-    dataset's own lines (JSONL) or rows (CSV), and writes nothing."""
+    dataset's own lines (JSONL) or rows (CSV), and writes nothing.
+
+    `label_schema`, when given, becomes the project's, as a bundle header's would (a Ragas
+    file has no header to carry one); refused once labelling is open unless it is the
+    project's own."""
     problem = ragas.check_variant(variant)
     if problem:
         raise BundleInvalid([BundleError(0, problem)])
-    dataset = ragas.read_dataset(lines)
     project = Project.objects.filter(slug=project_slug).first()
+    problem = label_schema_problem(project=project, schema=label_schema)
+    if problem:
+        raise BundleInvalid([BundleError(0, problem)])
+    dataset = ragas.read_dataset(lines)
+    if project is None:
+        corpus_version = dataset.corpus_version()
+    else:  # a header only to carry the schema: it must name the project's corpus
+        corpus_version = project.corpus_version if label_schema is not None else None
     conversion = ragas.to_bundle(
         dataset,
         variant=variant,
-        corpus_version=None if project else dataset.corpus_version(),
+        corpus_version=corpus_version,
+        label_schema=label_schema.as_dict() if label_schema is not None else None,
         known_passages=dict(project.passages.values_list("passage_id", "text")) if project else {},
         known_cases=set(project.cases.values_list("case_id", flat=True)) if project else set(),
     )
@@ -73,6 +87,19 @@ def import_ragas(
     )
 
 
+def label_schema_problem(*, project: Project | None, schema: LabelSchema | None) -> str | None:
+    """Why `schema` cannot be given to an import into `project`, or None: a project's schema
+    is locked once labelling opens (labels exist under it). Checked when an upload is
+    accepted, to say so on its field at once, and again by the import."""
+    if project is None or schema is None or project.is_draft or schema == project.schema:
+        return None
+    return (
+        f"the label schema given ({schema.describe()}) differs from the project's "
+        f"({project.schema.describe()}), which is locked once labelling opens: give the "
+        "project's schema, or none"
+    )
+
+
 def _refuse_new_answers(project: Project, conversion: ragas.Conversion) -> None:
     """Answers new to an open project would need their claims reviewed before labelling, and
     a Ragas sample brings none. Re-importing what the project holds stays a no-op."""
@@ -100,6 +127,7 @@ def import_ragas_new_project(
     slug: str,
     name: str | None,
     user,
+    label_schema: LabelSchema | None = None,
     reimport: bool = True,
     progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
@@ -109,6 +137,11 @@ def import_ragas_new_project(
         user=user,
         reimport=reimport,
         load=lambda: import_ragas(
-            lines=lines, project_slug=slug, variant=variant, name=name, progress=progress
+            lines=lines,
+            project_slug=slug,
+            variant=variant,
+            name=name,
+            label_schema=label_schema,
+            progress=progress,
         ),
     )

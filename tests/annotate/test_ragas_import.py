@@ -18,7 +18,8 @@ from django.urls import reverse
 from annotate import ragas
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
-from annotate.services import import_ragas, open_labelling
+from annotate.schema import LabelSchema
+from annotate.services import add_member, import_ragas, open_labelling
 from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES, may_create_projects
 
@@ -436,6 +437,145 @@ def test_new_answers_are_refused_once_labelling_is_open_but_a_reimport_is_a_no_o
     ]
 
 
+# --- The label schema ------------------------------------------------------------------------
+
+BINARY = '{"support": "binary", "claim_fields": [], "answer_fields": []}'
+
+
+def summaries(n: int = 50) -> list[str]:
+    """One instruction over n sources: the summarisation set of issue #30."""
+    return rows(
+        *(
+            sample(
+                "Summarise the document in one sentence.",
+                f"Document {i} is about topic {i}.",
+                retrieved_contexts=[f"Document {i} discusses topic {i} at length."],
+            )
+            for i in range(n)
+        )
+    )
+
+
+def binary_labels(project, reviewers=("alice", "bob")) -> str:
+    """A label line per reviewer and answer: every claim supported or unsupported."""
+    lines = []
+    for answer in project.answers.order_by("answer_id"):
+        claims = [
+            {"index": i, "support": "unsupported" if i % 2 else "supported"}
+            for i in range(answer.claims.count())
+        ]
+        for reviewer in reviewers:
+            lines.append(
+                json.dumps({"answer_id": answer.answer_id, "reviewer": reviewer, "claims": claims})
+            )
+    return "\n".join(lines) + "\n"
+
+
+def opened_with_reviewers(slug: str):
+    project = Project.objects.get(slug=slug)
+    for name in ("alice", "bob"):
+        add_member(project=project, username=name, role=Role.REVIEWER)
+    return open_labelling(project=project)
+
+
+@pytest.mark.django_db
+def test_label_schema_binary_on_the_command_lets_import_labels_take_binary_labels(tmp_path):
+    dataset = tmp_path / "summaries.jsonl"
+    dataset.write_text("\n".join(summaries()) + "\n")
+    out = io.StringIO()
+    call_command(
+        "import_ragas",
+        str(dataset),
+        "--project",
+        "sum",
+        "--variant",
+        "baseline",
+        "--label-schema",
+        BINARY,
+        stdout=out,
+    )
+    assert "cases: 50 created" in out.getvalue()
+    assert "label schema: support (binary); other claim fields: none; answer fields: none" in (
+        out.getvalue()
+    )
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(binary_labels(opened_with_reviewers("sum")))
+    out = io.StringIO()
+    call_command("import_labels", str(labels), "--project", "sum", stdout=out)
+    assert out.getvalue() == "Imported 100 label set(s) into 'sum' (0 unchanged).\n"
+    assert Project.objects.get(slug="sum").schema.binary
+
+    # The same file without the schema: a three-way project, which refuses every line.
+    call_command(
+        "import_ragas", str(dataset), "--project", "plain", "--variant", "baseline", stdout=out
+    )
+    labels.write_text(binary_labels(opened_with_reviewers("plain")))
+    with pytest.raises(CommandError, match="problem"):
+        call_command("import_labels", str(labels), "--project", "plain", stderr=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_label_schema_may_be_a_file_and_a_bad_one_is_refused_with_every_problem(tmp_path):
+    path = tmp_path / "schema.json"
+    path.write_text(BINARY)
+    command = ["import_ragas", str(RAGAS / "baseline.jsonl"), "--project", "rg", "--variant", "b"]
+    call_command(*command, "--label-schema", str(path), stdout=io.StringIO())
+    assert Project.objects.get(slug="rg").schema == LabelSchema.parse(json.loads(BINARY))
+
+    bad = '{"support": "five_way", "claim_fields": ["mood"]}'
+    with pytest.raises(CommandError) as caught:
+        call_command(*command, "--label-schema", bad, stdout=io.StringIO())
+    assert str(caught.value) == (
+        "--label-schema: label_schema 'support' must be one of three_way, binary, got "
+        "'five_way'; label_schema 'claim_fields' has unknown field(s) 'mood' (allowed: "
+        "severity, requires_evidence, evidence, citations)"
+    )
+    with pytest.raises(CommandError, match="--label-schema: the label schema is not JSON"):
+        call_command(*command, "--label-schema", "{support: binary}", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="neither a JSON object nor a readable file"):
+        call_command(*command, "--label-schema", str(tmp_path / "no.json"))
+
+
+@pytest.mark.django_db
+def test_a_label_schema_for_a_project_in_set_up_changes_it_and_the_result_says_so():
+    import_ragas(lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline")
+    result = import_ragas(
+        lines=io.BytesIO(read("verifier.jsonl")),
+        project_slug="rg",
+        variant="verifier",
+        label_schema=LabelSchema.parse(json.loads(BINARY)),
+    )
+    assert result.project.schema.binary and Project.objects.get(slug="rg").schema.binary
+    assert result.summary().endswith(
+        "label schema changed: support three_way → binary; claim fields severity, "
+        "requires_evidence, evidence, citations → none; answer fields relevance, abstention, "
+        "failure_labels → none"
+    )
+    assert result.counts["answer"]["created"] == 3
+
+
+@pytest.mark.django_db
+def test_once_labelling_is_open_only_the_project_s_own_label_schema_is_accepted():
+    binary = LabelSchema.parse(json.loads(BINARY))
+    result = import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v")
+    open_labelling(project=result.project)
+
+    with pytest.raises(BundleInvalid) as caught:
+        import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v", label_schema=binary)
+    assert [str(e) for e in caught.value.errors] == [
+        "the label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's (support (three-way); other claim fields: severity, "
+        "requires_evidence, evidence, citations; answer fields: relevance, abstention, "
+        "failure_labels), which is locked once labelling opens: give the project's schema, "
+        "or none"
+    ]
+    assert not Project.objects.get(slug="rg").schema.binary
+    same = import_ragas(
+        lines=rows(sample("Q?")), project_slug="rg", variant="v", label_schema=LabelSchema()
+    )
+    assert same.label_schema_change is None and same.counts["answer"]["unchanged"] == 1
+
+
 # --- The command -----------------------------------------------------------------------------
 
 
@@ -605,3 +745,185 @@ def test_a_csv_list_cell_nested_past_the_interpreter_s_limit_is_a_row_error():
     errors = errors_for([rows.getvalue().encode()])
     assert any("retrieved_contexts" in e and "neither a JSON list" in e for e in errors), errors
     assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_the_upload_page_takes_a_label_schema_with_a_ragas_dataset(client, lead):
+    project = import_ragas(
+        lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
+    ).project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    client.force_login(lead)
+    url = reverse("project_upload", kwargs={"slug": "rg"})
+    page = client.get(url).content.decode()
+    assert 'data-shown-when="format=ragas"' in page and 'name="label_schema"' in page
+
+    bad = client.post(
+        url,
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": '{"support": "five_way"}',
+            "file": upload("verifier.jsonl"),
+        },
+    )
+    assert bad.status_code == 400
+    assert "label_schema &#x27;support&#x27; must be one of three_way, binary" in (
+        bad.content.decode()
+    )
+    assert not project.answers.filter(variant__name="verifier").exists()
+
+    response = client.post(
+        url,
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": BINARY,
+            "file": upload("verifier.jsonl"),
+        },
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == reverse("project_setup", kwargs={"slug": "rg"})
+    project.refresh_from_db()
+    assert project.schema.binary and project.answers.filter(variant__name="verifier").count() == 3
+    said = " ".join(str(m) for m in response.context["messages"])
+    assert "label schema changed: support three_way → binary" in said
+
+    # A bundle's schema is in its header: what the hidden field still holds is not read.
+    bundle = client.post(
+        url,
+        {
+            "format": "bundle",
+            "label_schema": "not JSON",
+            "file": SimpleUploadedFile("v.jsonl", read("verifier.jsonl")),
+        },
+    )
+    assert "label_schema" not in (bundle.context["form"].errors if bundle.context else {})
+
+
+@pytest.mark.django_db
+def test_the_upload_page_refuses_another_label_schema_once_labelling_is_open(client, lead):
+    project = import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v").project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    open_labelling(project=project)
+    client.force_login(lead)
+
+    response = client.post(
+        reverse("project_upload", kwargs={"slug": "rg"}),
+        {
+            "format": "ragas",
+            "variant": "v",
+            "label_schema": BINARY,
+            "file": SimpleUploadedFile("q.jsonl", "\n".join(rows(sample("Q?"))).encode()),
+        },
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors["label_schema"] == [
+        "The label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's (support (three-way); other claim fields: severity, "
+        "requires_evidence, evidence, citations; answer fields: relevance, abstention, "
+        "failure_labels), which is locked once labelling opens: give the project's schema, "
+        "or none"
+    ]
+    assert not Project.objects.get(slug="rg").schema.binary
+
+
+@pytest.mark.django_db
+def test_the_new_project_page_takes_a_label_schema_with_a_ragas_dataset(client, outsider):
+    may_create_projects(outsider)
+    client.force_login(outsider)
+    response = client.post(
+        reverse("project_new"),
+        {
+            "slug": "rg",
+            "format": "ragas",
+            "variant": "baseline",
+            "label_schema": BINARY,
+            "file": upload("baseline.csv"),
+        },
+    )
+    assert response.status_code == 302
+    assert Project.objects.get(slug="rg").schema.binary
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_label_schema_with_a_ragas_dataset_and_says_it_changed(lead):
+    may_create_projects(lead)
+    api = token_client(lead)
+    created = api.post(
+        f"{API}/projects/",
+        {
+            "slug": "rg",
+            "format": "ragas",
+            "variant": "baseline",
+            "label_schema": BINARY,
+            "file": upload("baseline.csv"),
+        },
+        format="multipart",
+    )
+    result = finished_job(api, created)["result"]
+    assert result["label_schema_change"] == {
+        "from": LabelSchema().as_dict(),
+        "to": json.loads(BINARY),
+    }
+    assert result["summary"].endswith(
+        "label schema: support (binary); other claim fields: none; answer fields: none"
+    )
+    assert api.get(f"{API}/projects/rg/").json()["label_schema"] == json.loads(BINARY)
+
+    three_way = '{"support": "three_way", "claim_fields": [], "answer_fields": []}'
+    added = api.post(
+        f"{API}/projects/rg/bundle/",
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": three_way,
+            "file": upload("verifier.jsonl"),
+        },
+        format="multipart",
+    )
+    job = finished_job(api, added)
+    assert job["result"]["label_schema_change"]["to"]["support"] == "three_way"
+    assert "label schema changed: support binary → three_way" in job["result"]["summary"]
+    unchanged = api.post(
+        f"{API}/projects/rg/bundle/",
+        {"format": "ragas", "variant": "verifier", "file": upload("verifier.jsonl")},
+        format="multipart",
+    )
+    assert finished_job(api, unchanged)["result"]["label_schema_change"] is None
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_bad_or_locked_label_schema_with_a_field_error(lead):
+    may_create_projects(lead)
+    api = token_client(lead)
+
+    def post(path, **fields):
+        return api.post(
+            f"{API}/{path}",
+            {"format": "ragas", "variant": "v", "file": upload("baseline.csv"), **fields},
+            format="multipart",
+        )
+
+    bad = post("projects/", slug="rg", label_schema='{"support": "binary", "colour": 1}')
+    assert bad.status_code == 400
+    assert bad.json()["label_schema"] == [
+        "unknown key 'colour' in label_schema (allowed: support, claim_fields, answer_fields)"
+    ]
+    not_json = post("projects/", slug="rg", label_schema="binary")
+    assert not_json.status_code == 400 and "not JSON" in not_json.json()["label_schema"][0]
+    for_a_bundle = post("projects/", slug="rg", format="bundle", label_schema=BINARY)
+    assert for_a_bundle.status_code == 400
+    assert for_a_bundle.json()["label_schema"] == [
+        "Only with format=ragas: a bundle gives its label_schema in its header."
+    ]
+    assert not Project.objects.exists()
+
+    finished_job(api, post("projects/", slug="rg"))
+    open_labelling(project=Project.objects.get(slug="rg"))
+    locked = post("projects/rg/bundle/", label_schema=BINARY)
+    assert locked.status_code == 400
+    assert locked.json()["label_schema"][0].startswith(
+        "The label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's"
+    )
