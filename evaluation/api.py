@@ -61,7 +61,16 @@ class AgreementSerializer(serializers.Serializer):
         help_text="Slice -> field -> agreement (n, raw_agreement, kappa, weighting, ci95, "
         "confusion).",
     )
-    pairs = serializers.ListField(child=serializers.DictField())
+    pairs = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per reviewer pair: reviewers, each field's agreement, identical_label_sets "
+        "(the two label sets are the same on every item they share) and, when they are, "
+        "identical_label_sets_note saying so.",
+    )
+    identical_label_sets = serializers.BooleanField(
+        help_text="Some pair's two label sets are identical on every item they share: one "
+        "label set imported twice under two names, not two reviewers."
+    )
 
 
 def _ks(value: str) -> list[int]:
