@@ -25,6 +25,7 @@ from django.urls import reverse
 
 from annotate.models import Role
 from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.templatetags.claimdesk import p_value
 from evaluation.judges import import_judge_run
 from tests.api import API, token_client
 from tests.conftest import PASSWORD
@@ -55,8 +56,14 @@ def _answer(i: int) -> tuple[str, list[dict]]:
     return text, claims
 
 
+def answer_ids_of_cases() -> list[str]:
+    return [
+        f"{case_id}/baseline" for case_id in _case_ids("judge_test", GOLD_ANSWERS + TARGET_ANSWERS)
+    ]
+
+
 def build_binary_project(slug: str = "edges"):
-    cases = _case_ids("judge_test", GOLD_ANSWERS + TARGET_ANSWERS)
+    answer_ids = answer_ids_of_cases()
     lines = [
         {
             "type": "bundle",
@@ -67,10 +74,9 @@ def build_binary_project(slug: str = "edges"):
         {"type": "variant", "name": "baseline", "model": "acme/gen@2026-09-01"},
         {"type": "passage", "passage_id": "p1", "text": "The source."},
     ]
-    answer_ids = []
-    for i, case_id in enumerate(cases):
+    for i, answer_id in enumerate(answer_ids):
+        case_id = answer_id.removesuffix("/baseline")
         text, claims = _answer(i)
-        answer_ids.append(f"{case_id}/baseline")
         lines += [
             {
                 "type": "case",
@@ -81,7 +87,7 @@ def build_binary_project(slug: str = "edges"):
             },
             {
                 "type": "answer",
-                "answer_id": answer_ids[-1],
+                "answer_id": answer_id,
                 "case_id": case_id,
                 "variant": "baseline",
                 "text": text,
@@ -113,26 +119,32 @@ def build_binary_project(slug: str = "edges"):
         for reviewer in ("alice", "bob")
     ]
     import_labels(lines=[json.dumps(row) for row in labels], project=project)
-    runs = {}
-    for name, (on_gold, on_target) in JUDGES.items():
-        rows = [{"type": "run", "judge": name, "model": "northwind/grader", "prompt": "Grade."}]
-        for i, answer_id in enumerate(answer_ids):
-            for j in range(CLAIMS_PER_ANSWER):
-                k = claim_number(i, j)
-                unsupported = on_gold(k) if i < GOLD_ANSWERS else on_target(k - GOLD_CLAIMS)
-                label = "unsupported" if unsupported else "supported"
-                rows.append(
-                    {
-                        "type": "verdict",
-                        "answer_id": answer_id,
-                        "claim_index": j,
-                        "raw": label,
-                        "label": label,
-                    }
-                )
-        lines = [json.dumps(row) for row in rows]
-        runs[name] = import_judge_run(lines=lines, project=project).run
+    runs = {
+        name: import_judge_run(
+            lines=judge_lines(name, on_gold, on_target, answer_ids), project=project
+        ).run
+        for name, (on_gold, on_target) in JUDGES.items()
+    }
     return project, runs
+
+
+def judge_lines(name: str, on_gold, on_target, answer_ids: list[str]) -> list[str]:
+    rows = [{"type": "run", "judge": name, "model": "northwind/grader", "prompt": "Grade."}]
+    for i, answer_id in enumerate(answer_ids):
+        for j in range(CLAIMS_PER_ANSWER):
+            k = i * CLAIMS_PER_ANSWER + j
+            unsupported = on_gold(k) if i < GOLD_ANSWERS else on_target(k - GOLD_CLAIMS)
+            label = "unsupported" if unsupported else "supported"
+            rows.append(
+                {
+                    "type": "verdict",
+                    "answer_id": answer_id,
+                    "claim_index": j,
+                    "raw": label,
+                    "label": label,
+                }
+            )
+    return [json.dumps(row) for row in rows]
 
 
 @pytest.fixture
@@ -225,3 +237,71 @@ def test_the_api_schema_documents_the_rogan_gladen_block(client):
     assert {"refused", "estimate", "ci95", "clipped", "unclipped", "youden", "youden_ci95"} <= set(
         block
     )
+
+
+def test_the_text_lists_twenty_disagreements_and_says_where_the_rest_are(edges):
+    project, runs = edges
+    text = io.StringIO()
+    call_command("calibration", project=project.slug, judge="near-chance", stdout=text)
+    lines = text.getvalue().splitlines()
+    # 80 gold-unsupported claims passed and 20 gold-supported ones flagged
+    assert "  disagreements with gold: 100" in lines
+    listed = [line for line in lines if re.match(r"    \S+ claim \d+: gold ", line)]
+    assert len(listed) == 20
+    assert "    … and 80 more: --json lists every one (the run's page too, with a CSV of all)" in (
+        lines
+    )
+    as_json = io.StringIO()
+    call_command(
+        "calibration", project=project.slug, judge="near-chance", json=True, stdout=as_json
+    )
+    assert len(json.loads(as_json.getvalue())["disagreements"]) == 100
+
+
+def test_a_split_with_nothing_scored_says_so_instead_of_a_small_sample(client, edges, lead):
+    """Every case of the project is on judge_test: judge_dev has no gold claim at all."""
+    project, runs = edges
+    text = io.StringIO()
+    call_command("calibration", project=project.slug, judge="eager", split="judge_dev", stdout=text)
+    assert "gold claims 0: scored n = 0" in text.getvalue()
+    assert "nothing scored on this split" in text.getvalue()
+    assert "small sample" not in text.getvalue()
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("judge_run", kwargs={"slug": project.slug, "run_pk": runs["eager"].pk})
+    page = _text(client.get(url + "?split=judge_dev").content.decode())
+    assert "Nothing scored on judge_dev" in page and "Small sample" not in page
+    assert "Small sample" not in _text(client.get(url).content.decode())  # n = 300 there
+
+
+def test_a_tiny_mcnemar_p_is_printed_with_its_digits_not_as_zero(client, edges, lead):
+    """A judge right on all 300 gold claims against near-chance, right on 200 of them: the
+    100 discordant claims all favour the first, exact McNemar p = 2 · 0.5^100."""
+    project, runs = edges
+    answer_ids = answer_ids_of_cases()
+    perfect = import_judge_run(
+        lines=judge_lines("perfect", gold_unsupported, lambda t: t < 50, answer_ids),
+        project=project,
+    ).run
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("judge_compare", kwargs={"slug": project.slug})
+    page = client.get(f"{url}?a={perfect.pk}&b={runs['near-chance'].pk}")
+    c = page.context["c"]
+    assert (c["only_a_right"], c["only_b_right"]) == (100, 0)
+    assert c["mcnemar_p"] == pytest.approx(2 * 0.5**100)
+    found = re.search(r'<span class="muted small" id="mcnemar">(.*?)</span>', page.content.decode())
+    assert _text(found.group(1)) == "· exact McNemar p = 1.6e-30"
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [
+        (1.0, "p = 1.000"),
+        (0.031, "p = 0.031"),
+        (0.0012, "p = 0.0012"),
+        (0.00007, "p = 7e-05"),
+        (6.1e-5, "p = 6.1e-05"),
+        (0.0, "p < 1e-300"),
+    ],
+)
+def test_p_values_keep_their_digits(p, shown):
+    assert p_value(p) == shown
