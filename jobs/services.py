@@ -31,7 +31,7 @@ from annotate.schema import LabelSchema
 from annotate.services import DeletionsNotConfirmed, ServiceError
 from jobs import framework
 from jobs.models import Job
-from jobs.progress import Progress
+from jobs.progress import Progress, first_stage
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +238,8 @@ def _claim(job_id: str) -> Job | None:
         job.status = Job.Status.RUNNING
         job.attempt += 1
         job.started_at = job.heartbeat_at = now
+        # Until the first beat: the page read "writing: 0 rows written ()" of a job just taken.
+        job.stage = first_stage(job)
         job.worker = f"{socket.gethostname()}:{os.getpid()}"[:120]
         job.save()
     return job
