@@ -22,9 +22,9 @@ driver returns is already the ORM's type for most fields: integers, text, floats
 
 Any other kind of field (a date, a decimal, a UUID: none read here yet, and some come back
 as text from SQLite) is refused when a statement's columns are declared, at import, rather
-than read with a type nobody checked. tests/annotate/test_rows.py holds the ORM queries these statements replace and
-checks that both return the same values of the same types, for every person and every kind of
-task, on SQLite and PostgreSQL.
+than read with a type nobody checked. tests/annotate/test_rows.py holds the ORM queries
+these statements replace and checks that both return the same values of the same types, for
+every person and every kind of task, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
