@@ -25,7 +25,7 @@ from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.postgres
 
-TASK_LOOKUP = "FROM annotate_assignment a"
+TASK_LOOKUP = "FROM annotate_answer n\n"
 
 
 def prepared() -> list[str]:
