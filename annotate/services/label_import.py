@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -25,41 +25,23 @@ from annotate.models import (
     Project,
     Role,
 )
-from annotate.schema import LabelSchema
-from annotate.services.labelling import (
-    LabelErrors,
-    check_answer_label,
-    check_claim_label,
-    default_citation_verdicts,
-    label_snapshot,
+from annotate.services.label_lines import (
+    ANSWER_LABEL_FIELDS,
+    CLAIM_LABEL_FIELDS,
+    LINE_CHUNK,
+    NamedAnswers,
+    check_line,
+    chunks,
+    off_fields,
+    unknown_fields,
 )
+from annotate.services.labelling import label_snapshot
 from annotate.services.opening import _SECRET_RANDOM
 
 # --- Label import ----------------------------------------------------------------------------
 
-LABEL_FIELDS = {
-    "answer_id",
-    "reviewer",
-    "relevance",
-    "abstention",
-    "failure_labels",
-    "note",
-    "claims",
-}
-CLAIM_LABEL_FIELDS = {
-    "index",
-    "support",
-    "severity",
-    "requires_evidence",
-    "evidence_ids",
-    "evidence_quote",
-    "citations",
-    "note",
-}
-
-
-# Lines checked at a time: their answers are read together, then let go.
-LINE_CHUNK = 500
+LABEL_FIELDS = {"answer_id", "reviewer", "claims", *ANSWER_LABEL_FIELDS}
+__all__ = ["CLAIM_LABEL_FIELDS", "LABEL_FIELDS", "LabelImportResult", "import_labels"]
 
 
 @dataclass
@@ -130,13 +112,10 @@ def _checked(lines: Iterable[bytes | str], project: Project):
     # "unchanged", others a problem. Their latest revisions are read together after the
     # loop (one query per 500), never one query per line.
     again: list[tuple[int, int, dict, list[str], str]] = []
-    for chunk in _chunks(JsonLines(lines, errors), LINE_CHUNK):
+    for chunk in chunks(JsonLines(lines, errors), LINE_CHUNK):
         known.read(obj.get("answer_id") for _, obj in chunk)
         for number, obj in chunk:
-            problems: list[str] = [
-                f"unknown field '{key}'" for key in sorted(set(obj) - LABEL_FIELDS)
-            ]
-            problems += _off_fields(obj, schema)
+            problems = unknown_fields(obj, LABEL_FIELDS) + off_fields(obj, schema)
             answer_id, username = obj.get("answer_id"), obj.get("reviewer")
             answer = known.answers.get(answer_id) if isinstance(answer_id, str) else None
             user = reviewers.get(username) if isinstance(username, str) else None
@@ -148,24 +127,10 @@ def _checked(lines: Iterable[bytes | str], project: Project):
                 # Without its answer the claims cannot be checked; everything else was.
                 errors.extend(BundleError(number, p) for p in problems)
                 continue
-            assignment = Assignment(project=project, answer=answer, reviewer=user)
-            problems += _answer_values(obj, assignment)
-            labels, label_problems = _parse_claim_labels(obj.get("claims"), answer, schema)
-            problems += label_problems
-            found = LabelErrors()
-            check_answer_label(assignment, schema=schema, complete=True, errors=found)
-            shown = _shown(answer)
-            for label in labels:
-                check_claim_label(
-                    label,
-                    label.claim,
-                    shown,
-                    citations=label.claim.citations.all(),
-                    schema=schema,
-                    complete=True,
-                    errors=found,
-                )
-            problems += [f"{_field_name(k)}: {v}" for k, v in found.fields.items()]
+            checked = check_line(obj, answer, project=project, schema=schema)
+            assignment, labels = checked.assignment, checked.labels
+            assignment.reviewer = user
+            problems += checked.problems
             if user is None:
                 errors.extend(BundleError(number, p) for p in problems)
                 continue
@@ -204,44 +169,22 @@ def _checked(lines: Iterable[bytes | str], project: Project):
     return pending, result
 
 
-def _chunks(items: Iterable, size: int) -> Iterator[list]:
-    chunk: list = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-class _KnownAnswers:
-    """The project's answers a chunk of the label file names (`answers`), each with its
-    claims, citations and passages to check the labels against; and, for every answer the
-    file has named so far, the assignments already on it ((answer's pk, reviewer's pk) ->
-    assignment's pk) and how many hold it. Each chunk reads its own answers, and what an
-    earlier chunk read is let go: a file that names an answer twice, chunks apart, has it
-    read twice, never every answer of the file held at once."""
+class _KnownAnswers(NamedAnswers):
+    """The answers of the chunk being checked (NamedAnswers) and, for every answer the file
+    has named so far, the assignments already on it ((answer's pk, reviewer's pk) ->
+    assignment's pk) and how many hold it."""
 
     def __init__(self, project: Project):
-        self.project = project
-        self.answers: dict[str, Answer] = {}
+        super().__init__(project)
         self.assignments: dict[tuple[int, int], int] = {}
         self.holders: Counter = Counter()
         self._counted: set[int] = set()  # answers whose assignments are in the two above
 
-    def read(self, answer_ids: Iterable) -> None:
-        self.release()
-        wanted = {a for a in answer_ids if isinstance(a, str)}
-        found = list(
-            self.project.answers.filter(answer_id__in=wanted).prefetch_related(
-                "claims__citations__passage", "retrieved__passage"
-            )
-        )
-        self.answers = {a.answer_id: a for a in found}
+    def read(self, answer_ids: Iterable) -> list[Answer]:
+        found = super().read(answer_ids)
         new = [a.pk for a in found if a.pk not in self._counted]
         if not new:
-            return
+            return found
         self._counted.update(new)
         rows = Assignment.objects.filter(answer__in=new).values_list(
             "pk", "answer_id", "reviewer_id", "status"
@@ -250,12 +193,7 @@ class _KnownAnswers:
             self.assignments[(answer_pk, reviewer_pk)] = pk
             if status != Assignment.Status.RELEASED:
                 self.holders[answer_pk] += 1
-
-    def release(self) -> None:
-        """Free the answers read for the last chunk: untied (see annotate.collector), or
-        the import's paused collector would keep them to the end."""
-        collector.untie(self.answers.values())
-        self.answers = {}
+        return found
 
 
 def _write(project: Project, pending: list[_Pending], progress) -> None:
@@ -378,144 +316,3 @@ def _recount_under_locks(project: Project, pending: list[_Pending]) -> Counter:
     if errors:
         raise BundleInvalid(errors)
     return holding
-
-
-def _given(value) -> bool:
-    return value not in (None, "", [], {})
-
-
-def _off_fields(obj: dict, schema: LabelSchema) -> list[str]:
-    return [
-        f"'{key}' is not labelled in this project (its label schema: {schema.describe()})"
-        for key in ("relevance", "abstention", "failure_labels")
-        if key in obj and _given(obj[key]) and not schema.answer(key)
-    ]
-
-
-def _answer_values(obj: dict, assignment: Assignment) -> list[str]:
-    """Copy the answer-level values onto the assignment, checking their JSON types (the
-    vocabulary is check_answer_label's job)."""
-    problems = []
-    relevance = obj.get("relevance")
-    if relevance is not None and (isinstance(relevance, bool) or not isinstance(relevance, int)):
-        problems.append("'relevance' must be 0, 1 or 2")
-        relevance = None
-    assignment.relevance = relevance
-    abstention = obj.get("abstention")
-    if abstention is not None and not isinstance(abstention, str):
-        problems.append("'abstention' must be a string or null")
-        abstention = ""
-    assignment.abstention = abstention or ""
-    failures = obj.get("failure_labels")
-    if failures is not None and (
-        not isinstance(failures, list) or not all(isinstance(f, str) for f in failures)
-    ):
-        problems.append("'failure_labels' must be a list of strings")
-        failures = []
-    assignment.failure_labels = failures or []
-    note = obj.get("note")
-    if note is not None and not isinstance(note, str):
-        problems.append("'note' must be a string")
-        note = ""
-    assignment.note = note or ""
-    return problems
-
-
-def _shown(answer: Answer) -> dict:
-    """shown_passages() from the answer's prefetched rows: no query per line."""
-    shown = {r.passage.passage_id: r.passage for r in sorted(answer.retrieved.all(), key=_rank)}
-    for claim in answer.claims.all():
-        for citation in claim.citations.all():
-            if citation.passage is not None:
-                shown.setdefault(citation.passage.passage_id, citation.passage)
-    return shown
-
-
-def _rank(retrieved) -> int:
-    return retrieved.rank
-
-
-def _field_name(key: str) -> str:
-    parts = key.split(".")
-    return f"claims[{parts[1]}].{parts[2]}" if parts[0] == "claim" else parts[-1]
-
-
-# The claim label's keys, each with the schema field it belongs to and its JSON type.
-_CLAIM_KEYS = {
-    "severity": ("severity", str),
-    "requires_evidence": ("requires_evidence", bool),
-    "evidence_ids": ("evidence", list),
-    "evidence_quote": ("evidence", str),
-    "citations": ("citations", dict),
-    "support": ("support", str),
-    "note": ("note", str),
-}
-
-
-def _parse_claim_labels(
-    items, answer: Answer, schema: LabelSchema
-) -> tuple[list[ClaimLabel], list[str]]:
-    problems: list[str] = []
-    claims = {c.ordinal: c for c in answer.claims.all()}
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        return [], ["'claims' must be a list of objects"]
-    labels: list[ClaimLabel] = []
-    for position, item in enumerate(items):
-        where = f"claims[{position}]"
-        for key in sorted(set(item) - CLAIM_LABEL_FIELDS):
-            problems.append(f"{where}: unknown field '{key}'")
-        values = {}
-        for key, (field_name, kind) in _CLAIM_KEYS.items():
-            value = item.get(key)
-            if value is None:
-                continue
-            if not schema.claim(field_name):
-                if _given(value):
-                    problems.append(
-                        f"{where}: '{key}' is not labelled in this project "
-                        f"(its label schema: {schema.describe()})"
-                    )
-                continue
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                problems.append(f"{where}: '{key}' must be {_KIND_NAMES[kind]}")
-                continue
-            values[key] = value
-        evidence_ids = values.get("evidence_ids", [])
-        citations = values.get("citations", {})
-        if not all(isinstance(x, str) for x in evidence_ids):
-            problems.append(f"{where}: 'evidence_ids' must be a list of passage ids")
-            evidence_ids = []
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in citations.items()):
-            problems.append(f"{where}: 'citations' maps cited ids to verdicts (strings)")
-            citations = {}
-        index = item.get("index")
-        claim = (
-            claims.get(index) if isinstance(index, int) and not isinstance(index, bool) else None
-        )
-        if claim is None:
-            problems.append(f"{where}: no claim with index {index!r} in this answer")
-            continue
-        if any(label.claim is claim for label in labels):
-            problems.append(f"{where}: claim {index} is labelled twice")
-            continue
-        # Built even when the item has problems (the off or mistyped keys are left out), so
-        # the line is also checked for everything else: one upload lists every mistake.
-        labels.append(
-            ClaimLabel(
-                claim=claim,
-                support=values.get("support", ""),
-                severity=values.get("severity", ""),
-                requires_evidence=values.get("requires_evidence", True),
-                evidence_ids=evidence_ids,
-                evidence_quote=values.get("evidence_quote", ""),
-                citations={**citations, **default_citation_verdicts(claim.citations.all(), schema)},
-                note=values.get("note", ""),
-            )
-        )
-    missing = sorted(set(claims) - {label.claim.ordinal for label in labels})
-    if missing:
-        problems.append(f"claims {', '.join(map(str, missing))} have no label")
-    return labels, problems
-
-
-_KIND_NAMES = {str: "a string", bool: "true or false", list: "a list", dict: "an object"}
