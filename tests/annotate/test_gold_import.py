@@ -202,3 +202,187 @@ def test_the_command_refuses_a_bad_file_with_each_error_on_its_own_line(halu, tm
     assert "line 1: unknown answer_id 'nope'" in err
     assert "line 2: unknown answer_id 'nope'" in err
     assert not ImportedGold.objects.exists()
+
+
+# --- Gold rows: exports ------------------------------------------------------------------------
+
+SCHEMA = json.loads((FIXTURES.parent / "docs" / "gold-export.schema.json").read_text())
+
+
+def _label_sets() -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in (HALU / "labels.jsonl").read_text().splitlines():
+        answer_id = json.loads(line)["answer_id"]
+        counts[answer_id] = counts.get(answer_id, 0) + 1
+    return counts
+
+
+@pytest.fixture
+def mixed(halu):
+    """The benchmark's summaries labelled by two annotators (most), one (a few) or none, and
+    the benchmark's own gold on 24 of them: every combination of the two."""
+    import_labels(lines=(HALU / "labels.jsonl").open("rb"), project=halu)
+    _import(halu)
+    return halu
+
+
+def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(halu):
+    import jsonschema
+
+    from annotate.exports import gold_csv, gold_rows
+
+    _import(halu)
+    rows = list(gold_rows(halu))
+    gold = {row["answer_id"]: row for row in gold_lines()}
+    claims = [r for r in rows if r["item"] == "claim"]
+    answers = [r for r in rows if r["item"] == "answer"]
+    assert len(answers) == len(gold) and len(claims) == sum(len(g["claims"]) for g in gold.values())
+    sha256 = hashlib.sha256(GOLD.read_bytes()).hexdigest()
+    for row in rows:
+        assert row["reviewer_a"] is None and row["reviewer_b"] is None
+        # Every field imported (an answer row has none: this schema labels no answer field).
+        assert set(row["gold_source"].values()) == (
+            {"imported"} if row["item"] == "claim" else set()
+        )
+        assert row["decided"] is True
+        assert row["imported"]["source"] == "halu-bench"
+        assert (row["imported"]["file_name"], row["imported"]["sha256"]) == ("gold.jsonl", sha256)
+    assert {r["label_sets"] for r in answers} == {0}
+    for row in claims:
+        expected = gold[row["answer_id"]]["claims"][row["claim_index"]]["support"]
+        assert row["gold"] == {"support": expected, "support_binary": expected}
+        assert row["label"] == int(expected == "supported")
+        assert row["imported"]["labels"] == {"support": expected, "note": ""}
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    assert all(validator.is_valid(json.loads(json.dumps(row))) for row in rows)
+    header, *lines = "".join(gold_csv(iter(rows))).splitlines()
+    assert "imported" in header.split(",") and len(lines) == len(rows)
+
+
+def test_where_reviewers_labelled_too_their_gold_stands_and_the_row_keeps_both(mixed):
+    from annotate.exports import gold_rows
+
+    sets = _label_sets()
+    gold = {row["answer_id"] for row in gold_lines()}
+    answers = {r["answer_id"]: r for r in gold_rows(mixed, item="answer")}
+    claims = [r for r in gold_rows(mixed, item="claim")]
+    # Every doubly-labelled answer and every answer with imported gold, nothing else.
+    assert set(answers) == {a for a, n in sets.items() if n >= 2} | gold
+    for answer_id, row in answers.items():
+        assert row["label_sets"] == sets.get(answer_id, 0)
+        assert ("imported" in row) == (answer_id in gold)
+        assert (row["reviewer_a"] is None) == (sets.get(answer_id, 0) < 2)
+    by_answer: dict[str, list[dict]] = {}
+    for row in claims:
+        by_answer.setdefault(row["answer_id"], []).append(row)
+    both = [a for a in gold if sets.get(a, 0) == 2]
+    disputed = "src-02/gpt-x"  # both annotators and the benchmark: the annotators disagree
+    assert disputed in both
+    for answer_id in both:
+        for row in by_answer[answer_id]:
+            assert "imported" not in row["gold_source"].values()
+            assert row["reviewer_a"]["reviewer"] and row["imported"]["source"] == "halu-bench"
+    # A claim the annotators dispute stays pending for a lead, imported gold or not.
+    assert any(r["gold_source"]["support"] == "pending" for r in by_answer[disputed])
+    assert all(
+        not r["decided"] for r in by_answer[disputed] if r["gold_source"]["support"] == "pending"
+    )
+    # One annotator and the benchmark: the benchmark's gold, the one label set counted.
+    single = "src-06/mistral-z"
+    assert sets[single] == 1 and answers[single]["label_sets"] == 1
+    assert all(set(r["gold_source"].values()) == {"imported"} for r in by_answer[single])
+    # Neither: no row.
+    assert "src-01/qwen-w" not in answers and "src-01/qwen-w" not in by_answer
+
+
+def test_the_export_id_moves_when_gold_is_imported_and_stays_when_nothing_changes(mixed, halu):
+    from annotate.exports import gold_fingerprint
+
+    before = gold_fingerprint(mixed)
+    assert _import(mixed).unchanged == len(gold_lines())
+    assert gold_fingerprint(mixed) == before
+    rows = gold_lines()
+    rows[0]["claims"][0]["support"] = "unsupported"
+    _import(mixed, encoded(rows), replace=True, file_name="gold-v2.jsonl")
+    assert gold_fingerprint(mixed)[0] != before[0]
+
+
+def test_a_project_without_imported_gold_exports_the_same_bytes_as_before(db):
+    """No `imported` key on rows without imported gold: their content hashes (and release
+    diffs) are as they were."""
+    from annotate.exports import gold_rows
+    from tests.conftest import labelled_demo
+
+    rows = list(gold_rows(labelled_demo()))
+    assert rows and not any("imported" in row for row in rows)
+
+
+def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
+    mixed, monkeypatch, django_assert_num_queries
+):
+    """Two queries a chunk for imported gold (its answers', then its claims'), whatever the
+    chunk's size: no query per answer or claim."""
+    from annotate import exports
+
+    whole = list(exports.gold_rows(mixed))
+    monkeypatch.setattr(exports, "GOLD_CHUNK", 5)
+    answers = len({row["answer_id"] for row in whole})
+    chunks = -(-answers // 5)
+    # fingerprint (5), pseudonyms, human kappas (2), the answers chosen (2), then per chunk:
+    # assignments, claim labels, decisions, imported answers and claims, and the chunk's
+    # retrieved passages, answers, citations and claims
+    with django_assert_num_queries(10 + 9 * chunks):
+        rows = list(exports.gold_rows(mixed))
+    assert rows == whole
+
+
+def test_every_field_of_a_three_way_schema_is_imported_as_it_was_labelled(db):
+    """An earlier campaign's labels (the demo's first reviewer's, without `reviewer`) as the
+    only gold of a project with every field on: relevance, abstention, failure labels,
+    severity, evidence and citations are gold as imported, and the rows validate."""
+    import jsonschema
+
+    from annotate.exports import gold_rows
+
+    project = import_fixture("demo.jsonl", "campaign")
+    project = open_labelling(project=project)
+    lines = [json.loads(line) for line in (FIXTURES / "demo_labels.jsonl").read_text().splitlines()]
+    earlier = [
+        {k: v for k, v in line.items() if k != "reviewer"}
+        for line in lines
+        if line["reviewer"] == "alice"
+    ]
+    result = _import(project, encoded(earlier), source="campaign-2025")
+    assert result.created == len(earlier)
+    rows = {(r["answer_id"], r.get("claim_index")): r for r in gold_rows(project)}
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    assert all(validator.is_valid(json.loads(json.dumps(row))) for row in rows.values())
+    for line in earlier:
+        answer = rows[(line["answer_id"], None)]
+        assert answer["gold"] == {
+            "relevance": line["relevance"],
+            "abstention": line["abstention"] or "",
+            "failure_labels": sorted(line["failure_labels"]),
+        }
+        assert set(answer["gold_source"].values()) == {"imported"}
+        for claim in line["claims"]:
+            row = rows[(line["answer_id"], claim["index"])]
+            assert row["gold"]["support"] == claim["support"]
+            assert row["gold"]["severity"] == claim["severity"]
+            assert row["gold"]["evidence_ids"] == sorted(claim["evidence_ids"])
+            assert row["gold"]["evidence_quote"] == claim["evidence_quote"]
+            # As given, with unresolvable citations set to citation_not_found (as a reviewer's).
+            assert _found(row["gold"]["citations"]) == _found(claim["citations"])
+            assert row["imported"]["labels"]["evidence_quote"] == claim["evidence_quote"]
+            assert set(row["gold_source"]) == {
+                "support",
+                "support_binary",
+                "severity",
+                "requires_evidence",
+                "citations",
+                "evidence",
+            }
+
+
+def _found(verdicts: dict) -> dict:
+    return {cited: v for cited, v in verdicts.items() if v != "citation_not_found"}
