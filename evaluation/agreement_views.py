@@ -149,7 +149,15 @@ def agreement(request, project, role):
     return render(
         request,
         "evaluation/agreement.html",
-        {"project": project, "role": role, "slices": slices, "pairs": pairs, "stored": stored},
+        {
+            "project": project,
+            "role": role,
+            "slices": slices,
+            "pairs": pairs,
+            "stored": stored,
+            # Gold with no second reviewer: in no figure here, said so beside them.
+            "imported": report.get("gold_without_second_reviewer") or {},
+        },
     )
 
 

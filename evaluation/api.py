@@ -62,6 +62,10 @@ class AgreementSerializer(serializers.Serializer):
         "confusion).",
     )
     pairs = serializers.ListField(child=serializers.DictField())
+    gold_without_second_reviewer = serializers.DictField(
+        help_text="Gold items imported from elsewhere with no second reviewer, so in no "
+        "agreement figure: answers, claims, and the sources they came from."
+    )
 
 
 def _ks(value: str) -> list[int]:
@@ -180,6 +184,12 @@ class CalibrationSerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     kappa = serializers.FloatField(allow_null=True)
     human_kappa = serializers.FloatField(allow_null=True)
+    gold_items = serializers.IntegerField(help_text="Gold claims in the split.")
+    gold_sources = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="The gold items by where their gold came from: agreed, adjudicated, "
+        "imported (from elsewhere, no second reviewer).",
+    )
     tpr = serializers.FloatField(allow_null=True)
     tnr = serializers.FloatField(allow_null=True)
     confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")
