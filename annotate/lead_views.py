@@ -180,7 +180,16 @@ def project_upload(request, project, role):
         kind = {
             "ragas": Job.Kind.RAGAS_IMPORT,
             "labels": Job.Kind.LABEL_IMPORT,
+            "gold": Job.Kind.GOLD_IMPORT,
         }.get(data["format"], Job.Kind.BUNDLE_IMPORT)
+        if kind == Job.Kind.GOLD_IMPORT:
+            params = {"source": data["source"], "replace": data["replace_gold"]}
+        else:
+            params = {
+                "replace": data["replace"],
+                "confirm_deletions": data["confirm_deletions"],
+                "variant": data["variant"],
+            }
         try:
             job = jobs.start_import(
                 kind=kind,
@@ -188,11 +197,7 @@ def project_upload(request, project, role):
                 upload=data["file"],
                 slug=project.slug,
                 project=project,
-                params={
-                    "replace": data["replace"],
-                    "confirm_deletions": data["confirm_deletions"],
-                    "variant": data["variant"],
-                },
+                params=params,
             )
         except jobs.EmptyUpload as exc:
             form.add_error("file", str(exc))

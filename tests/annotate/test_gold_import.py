@@ -6,6 +6,7 @@ exactly as reviewers' labels are, all or nothing, and kept with the file's name 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 
 import pytest
@@ -17,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from annotate.bundles import BundleInvalid
 from annotate.models import GoldImport, ImportedClaimGold, ImportedGold
 from annotate.services import add_member, import_gold, import_labels, open_labelling
-from tests.conftest import FIXTURES, import_fixture
+from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -386,3 +387,120 @@ def test_every_field_of_a_three_way_schema_is_imported_as_it_was_labelled(db):
 
 def _found(verdicts: dict) -> dict:
     return {cited: v for cited, v in verdicts.items() if v != "citation_not_found"}
+
+
+# --- Faces: the Upload page, the API, the Gold page, the data version ---------------------------
+
+
+def _table_row(body: str, table_id: str, header: str) -> list[str]:
+    """The cells of a table's row, by the text of its row header, as rendered."""
+    import re
+
+    table = body[body.index(f'id="{table_id}"') :]
+    table = table[: table.index("</table>")]
+    for row in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S):
+        cells = re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, flags=re.S)
+        if cells and cells[0].replace("&nbsp;", "").strip() == header:
+            return [c.strip() for c in cells[1:]]
+    raise AssertionError(f"no row {header!r} in #{table_id}")
+
+
+@pytest.fixture
+def led(halu, lead, client):
+    add_member(project=halu, username=lead.username, role="lead")
+    client.login(username=lead.username, password=PASSWORD)
+    return halu
+
+
+def test_the_upload_page_imports_gold_as_a_job_and_the_gold_page_counts_it(led, client):
+    from jobs.models import Job
+
+    with GOLD.open("rb") as stream:
+        response = client.post(
+            "/p/halu/upload/",
+            {"format": "gold", "source": "halu-bench", "file": stream},
+            follow=True,
+        )
+    assert response.redirect_chain[-1][0] == "/p/halu/gold/"
+    body = html.unescape(response.content.decode())
+    assert "Gold: 24 answer(s) given imported gold from 'halu-bench'" in body
+    job = Job.objects.get()
+    assert (job.kind, job.file_name, job.result["created"]) == ("gold_import", "gold.jsonl", 24)
+    assert job.result["sha256"] == hashlib.sha256(GOLD.read_bytes()).hexdigest()
+    # The gold page: agreed, adjudicated, pending, imported, as rendered.
+    header = _table_row(body, "gold-counts", "Rows")
+    claims = dict(zip(header, _table_row(body, "gold-counts", "Claims"), strict=True))
+    answers = dict(zip(header, _table_row(body, "gold-counts", "Answers"), strict=True))
+    assert (claims["imported"], answers["imported"]) == ("67", "24")
+    assert (claims["agreed"], claims["pending"]) == ("0", "0")
+    split = {
+        name: dict(zip(header, _table_row(body, "gold-counts", f"of which {name}"), strict=True))
+        for name in ("judge_dev", "judge_test")
+    }
+    assert int(split["judge_dev"]["imported"]) + int(split["judge_test"]["imported"]) == 67
+    assert "Imported from 'halu-bench'" in body
+
+
+def test_a_refused_gold_file_comes_back_with_every_problem_by_line(led, client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    rows = gold_lines()
+    bad = b"".join(
+        encoded([rows[0], {**rows[1], "answer_id": "nope"}, {**rows[2], "reviewer": "x"}])
+    )
+    response = client.post(
+        "/p/halu/upload/",
+        {"format": "gold", "source": "halu-bench", "file": SimpleUploadedFile("g.jsonl", bad)},
+    )
+    assert response.status_code == 400
+    body = html.unescape(response.content.decode())
+    assert "line 2: unknown answer_id 'nope'" in body
+    assert "line 3: 'reviewer' has no place in gold from elsewhere" in body
+    assert not ImportedGold.objects.exists()
+    nameless = client.post(
+        "/p/halu/upload/",
+        {"format": "gold", "file": SimpleUploadedFile("g.jsonl", GOLD.read_bytes())},
+    )
+    assert nameless.status_code == 400
+    assert "Name where this gold comes from." in nameless.content.decode()
+    assert not ImportedGold.objects.exists()
+
+
+def test_the_api_imports_gold_as_a_job(led, lead):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.api import API, JSONL, finished_job, token_client
+
+    api = token_client(lead)
+    url = f"{API}/projects/halu/gold-imports/"
+    upload = SimpleUploadedFile("bench.jsonl", GOLD.read_bytes(), content_type=JSONL)
+    job = finished_job(api, api.post(url, {"file": upload, "source": "halu-bench"}))
+    assert job["status"] == "succeeded" and job["kind"] == "gold_import"
+    assert job["result"]["created"] == 24
+    assert GoldImport.objects.get().file_name == "bench.jsonl"
+    # A raw body names its source in the query string, and without one is refused.
+    refused = api.post(url, GOLD.read_bytes(), content_type=JSONL)
+    assert refused.status_code == 400 and "source" in json.dumps(refused.json())
+    again = finished_job(
+        api, api.post(f"{url}?source=halu-bench", GOLD.read_bytes(), content_type=JSONL)
+    )
+    assert again["status"] == "succeeded" and again["result"]["unchanged"] == 24
+    rows = gold_lines()
+    bad = b"".join(encoded([{**rows[0], "answer_id": "nope"}]))
+    failed = finished_job(api, api.post(f"{url}?source=x", bad, content_type=JSONL))
+    assert failed["status"] == "failed" and failed["errors"] == ["line 1: unknown answer_id 'nope'"]
+
+
+def test_importing_gold_changes_the_data_version_and_every_report_with_it(led, client):
+    """Reports are kept per data version (annotate.report_cache): gold imported after a
+    report was computed makes it recompute, here the agreement page's imported count."""
+    from annotate.report_cache import data_version
+
+    url = "/p/halu/agreement/"
+    before = client.get(url).content.decode()
+    assert "imported gold" not in before
+    version = data_version(led)
+    _import(led)
+    assert data_version(led) != version
+    after = html.unescape(client.get(url).content.decode())
+    assert "24 answers (67 claims) have imported gold from 'halu-bench'" in after
