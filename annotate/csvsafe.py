@@ -8,6 +8,9 @@ judge output, so any of them can be hostile.
 
 defusedcsv does the same job but leaves tab and carriage return alone and rewrites `|` inside
 every cell; this is the OWASP rule and nothing else.
+
+Booleans are written as JSON writes them, `true` and `false`: the csv module writes Python's
+`True`, so a CSV read beside its JSONL (or by anything but Python) compared `True` with `true`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
 def safe_cell(value: Any) -> Any:
-    """The value as a spreadsheet should read it: formulas turned into text, numbers kept."""
+    """The value as a spreadsheet should read it: formulas turned into text, numbers kept,
+    booleans as JSON's `true` and `false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if not isinstance(value, str):
         return value
     if value.startswith(FORMULA_STARTS) and not NUMBER.fullmatch(value):

@@ -164,7 +164,7 @@ def jsonl(rows) -> Iterator[str]:
 
 # --- Gold ------------------------------------------------------------------------------------
 
-GOLD_SCHEMA_VERSION = "claimdesk.gold/2"
+GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
 ITEMS = ("all", "claim", "answer")
 JUDGE_SPLITS = ("all", "judge_dev", "judge_test")
@@ -445,16 +445,24 @@ def gold_rows(
                         row["imported"] = _imported(claim_pair.imported, claim_keys)
                     row["human_kappa"] = claim_kappa
                     yield _hashed(row, provenance, tail, encode)
-            if chosen.item in ("all", "answer") and not (chosen.decided_only and pair.pending):
+            if chosen.item not in ("all", "answer"):
+                continue
+            # support_binary from the answer's claims, in every schema: an answer is decided
+            # only once its claims' support_binary and its own fields all are.
+            answer_gold, answer_source = gold.answer_gold(
+                pair, claims_of.get(pair.answer_id, ()), answer_fields
+            )
+            decided = gold.row_state(answer_source) != gold.PENDING
+            if not chosen.decided_only or decided:
                 row = GoldRow((k, v) for k, v in common.items() if k != "doc")
                 row.update(
                     item="answer",
                     # Gold reads the first two submitted; more (an overlap above 2) are
                     # counted here, never dropped without a word.
                     label_sets=label_sets[pair.answer_id],
-                    decided=not pair.pending,
-                    gold={name: pair.gold.get(name) for name in answer_fields},
-                    gold_source=dict(pair.source),
+                    decided=decided,
+                    gold=answer_gold,
+                    gold_source=answer_source,
                     rationale=dict(pair.rationale),
                     reviewer_a=_reviewer(pair.reviewer_a, pair.a, answer_keys, names),
                     reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
@@ -473,17 +481,66 @@ def _claim_kappa_fields(schema) -> tuple[str, ...]:
     return tuple(fields)
 
 
+# The gold page's columns, a gold row's states in order: a state a summary counts is a
+# column here (the test of the page checks that its total is the sum of its columns).
+GOLD_STATES = (gold.AGREED, gold.ADJUDICATED, gold.PENDING, gold.IMPORTED)
+_SPLITS = JUDGE_SPLITS[1:]
+
+
+@dataclass(frozen=True)
+class GoldCountRow:
+    """One line of the gold page's table: how many rows of the download are in each state."""
+
+    label: str
+    counts: Counter
+    nested: bool = False  # a judge split's part of the line above
+
+    @property
+    def cells(self) -> list[int]:
+        """The counts in GOLD_STATES order."""
+        return [self.counts[state] for state in GOLD_STATES]
+
+    @property
+    def total(self) -> int:
+        return self.counts.total()
+
+
 @dataclass
 class GoldCounts:
-    """How much of the gold set is decided, by item: rows whose every field is agreed,
-    rows a lead decided (some field adjudicated, none pending), rows still pending, and rows
-    whose gold is imported from elsewhere with no second reviewer (`imported`)."""
+    """How much of the gold set is decided, by item and judge split (gold.row_state): rows
+    whose every field is agreed, rows a lead decided (some field adjudicated, none pending),
+    rows still pending, and rows whose gold is imported from elsewhere with no second
+    reviewer (`imported`). An answer row's support_binary is its claims' (gold.answer_gold),
+    so an answer is pending while one of its claims' support_binary is."""
 
     claims: Counter = field(default_factory=Counter)
     answers: Counter = field(default_factory=Counter)
-    by_split: dict[str, Counter] = field(default_factory=dict)
+    by_split: dict[str, Counter] = field(default_factory=dict)  # claims
+    answers_by_split: dict[str, Counter] = field(default_factory=dict)
     beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
     imported_sources: tuple[str, ...] = ()  # where the imported rows' gold came from
+    columns: tuple[str, ...] = GOLD_STATES
+
+    @property
+    def rows(self) -> list[GoldCountRow]:
+        """The table's lines: claims, then answers, each followed by its judge splits."""
+        rows = []
+        for label, counts, by_split in (
+            ("Claims", self.claims, self.by_split),
+            ("Answers", self.answers, self.answers_by_split),
+        ):
+            rows.append(GoldCountRow(label, counts))
+            rows += [
+                GoldCountRow(f"of which {split}", by_split.get(split, Counter()), nested=True)
+                for split in _SPLITS
+            ]
+        return rows
+
+    @property
+    def empty(self) -> bool:
+        """No gold at all: every doubly-labelled answer, and every answer with imported
+        gold, has an answer row."""
+        return not self.answers.total()
 
 
 def gold_counts(
@@ -502,6 +559,7 @@ def gold_counts(
         claims=Counter(summary.claims),
         answers=Counter(summary.answers),
         by_split={split: Counter(c) for split, c in summary.claims_by_split.items()},
+        answers_by_split={split: Counter(c) for split, c in summary.answers_by_split.items()},
         beyond_two=summary.beyond_two,
         imported_sources=imported.sources,
     )
@@ -510,6 +568,8 @@ def gold_counts(
         counts.claims[gold.IMPORTED] = imported.claims
         for split, n in imported.claims_by_split.items():
             counts.by_split.setdefault(split, Counter())[gold.IMPORTED] = n
+        for split, n in imported.answers_by_split.items():
+            counts.answers_by_split.setdefault(split, Counter())[gold.IMPORTED] = n
     return counts
 
 

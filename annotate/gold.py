@@ -6,16 +6,17 @@ Decision for that field makes it `adjudicated`. Deriving gold where it is read k
 when a reviewer reopens a task or a lead changes a decision.
 
 Which fields exist follows the project's label schema (annotate.schema): a field that is off
-is absent from the pairs' gold.
+is absent from the pairs' gold. `support_binary` is always there and decided on its own: two
+reviewers who both say unsupported agree on it though they differ in subtype (only `support`
+then waits for a lead), and a lead's `support` decision decides it too. An answer's
+`support_binary` is its claims' (answer_support): unsupported once one claim's is.
 
 Gold from elsewhere (annotate.services.gold_import) is read beside the pairs, never as one:
 gold_for_project gives every gold item -- each pair, carrying its item's imported gold when
 it has one (`imported`), and the items of answers with imported gold and no pair, every field
 gold as `imported`. The reviewers' agreed or adjudicated gold stands over imported gold (a
 field they dispute waits for a lead as any other); the adjudication queue and agreement read
-pairs only. `support_binary` is always there and decided on its own: two
-reviewers who both say unsupported agree on it though they differ in subtype (only `support`
-then waits for a lead), and a lead's `support` decision decides it too.
+pairs only.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -41,7 +42,7 @@ from annotate.models import (
     ImportedGold,
     Project,
 )
-from annotate.schema import LabelSchema, support_binary
+from annotate.schema import SUPPORTED, UNSUPPORTED, LabelSchema, support_binary
 
 # Every field there can be; a project's schema chooses among them (claim_fields / answer_fields).
 CLAIM_FIELDS = (
@@ -479,6 +480,7 @@ class ImportedAlone:
 
     answers: int = 0
     claims: int = 0
+    answers_by_split: dict[str, int] = field(default_factory=dict)
     claims_by_split: dict[str, int] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
 
@@ -511,6 +513,7 @@ def imported_alone(project: Project) -> ImportedAlone:
     return ImportedAlone(
         answers=len(alone),
         claims=sum(by_split.values()),
+        answers_by_split=dict(Counter(split for split, _ in alone.values())),
         claims_by_split=dict(by_split),
         sources=tuple(sorted({source for _, source in alone.values()})),
     )
@@ -664,13 +667,16 @@ def doubly_labelled(project: Project):
 class PairSummary:
     """What the gold page's counts and the adjudication queue read of every pair of a
     project, from one derivation: the queue's score and pending fields per answer, and each
-    pair's state (agreed / adjudicated / pending) counted by item, claims also by split."""
+    gold row's state (agreed / adjudicated / pending) counted by item and by judge split."""
 
     scores: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     fields: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
     claims: Counter = field(default_factory=Counter)
     answers: Counter = field(default_factory=Counter)
     claims_by_split: dict[str, Counter] = field(
+        default_factory=lambda: {"judge_dev": Counter(), "judge_test": Counter()}
+    )
+    answers_by_split: dict[str, Counter] = field(
         default_factory=lambda: {"judge_dev": Counter(), "judge_test": Counter()}
     )
     beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
@@ -691,7 +697,7 @@ class AnswerShare:
     the shares of answers whose labels changed derived again (see label_states)."""
 
     split: str
-    answer_state: str
+    answer_state: str  # its gold row's (row_state): support_binary from its claims included
     claim_states: tuple[int, int, int]  # claim pairs agreed, adjudicated, pending
     score: int
     pending_fields: frozenset[str]
@@ -716,8 +722,10 @@ def answer_shares(project: Project, label_sets: dict[int, int]) -> dict[int, Ans
         }
         answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=chunk)
         claim_states: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+        claims_of: dict[int, list[ItemPair]] = defaultdict(list)
         for pair in claim_pairs:
             claim_states[pair.answer_id][_STATES.index(pair_state(pair))] += 1
+            claims_of[pair.answer_id].append(pair)
         scores: dict[int, int] = defaultdict(int)
         pending: dict[int, set[str]] = defaultdict(set)
         for pair in (*answer_pairs, *claim_pairs):
@@ -728,7 +736,8 @@ def answer_shares(project: Project, label_sets: dict[int, int]) -> dict[int, Ans
             pk = pair.answer_id
             shares[pk] = AnswerShare(
                 split=split_of[pk],
-                answer_state=pair_state(pair),
+                # The answer row's state, as the export's: its support_binary is its claims'.
+                answer_state=row_state(answer_gold(pair, claims_of[pk], ())[1]),
                 claim_states=tuple(claim_states[pk]),
                 score=scores[pk],
                 pending_fields=frozenset(pending[pk]),
@@ -742,6 +751,7 @@ def summary_of(shares: dict[int, AnswerShare]) -> PairSummary:
     summary = PairSummary()
     for pk, share in shares.items():
         summary.answers[share.answer_state] += 1
+        summary.answers_by_split[share.split][share.answer_state] += 1
         for state, n in zip(_STATES, share.claim_states, strict=True):
             if n:
                 summary.claims[state] += n
@@ -798,6 +808,56 @@ def pair_state(pair: ItemPair) -> str:
     if not pair.paired:
         return IMPORTED
     return AGREED
+
+
+# An answer's support_binary takes the least settled of its claims' sources, in this order.
+SOURCE_PRECEDENCE = (PENDING, ADJUDICATED)
+
+
+def answer_support(claims: Iterable[ItemPair]) -> tuple[str | None, str]:
+    """An answer's support_binary and its source, derived from its claims' gold, as the
+    evaluation report reads an unsupported answer: `unsupported` as soon as one claim's is,
+    `supported` once every claim's is, else None. The source is the claims' own, the least
+    settled first (SOURCE_PRECEDENCE): `pending` while a claim's support_binary waits for a
+    lead -- even when another claim already makes the answer unsupported, since the answer
+    is decided only once all its claims are -- `adjudicated` when a lead decided one, else
+    `agreed`. An answer without claims asserts nothing unsupported: supported, agreed.
+    Every claim of a doubly-labelled answer has a pair: claims are locked once labelling
+    opens and a label set covers all of them."""
+    sources: set[str] = set()
+    unsupported = False
+    for claim in claims:
+        sources.add(claim.source.get("support_binary", PENDING))
+        unsupported = unsupported or claim.gold.get("support_binary") == UNSUPPORTED
+    source = next((s for s in SOURCE_PRECEDENCE if s in sources), AGREED)
+    if unsupported:
+        return UNSUPPORTED, source
+    return (None if source == PENDING else SUPPORTED), source
+
+
+def answer_gold(
+    pair: ItemPair, claims: Iterable[ItemPair], fields: Iterable[str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(gold, sources) of an answer's gold row: the answer fields of the schema (`fields`)
+    and support_binary, derived from its claims (answer_support). An answer whose gold is
+    imported alone takes its support_binary from its imported claims, as `imported`."""
+    value, source = answer_support(claims)
+    if not pair.paired and source != PENDING:
+        source = IMPORTED
+    values = {name: pair.gold.get(name) for name in fields}
+    values["support_binary"] = value
+    return values, {**pair.source, "support_binary": source}
+
+
+def row_state(sources: dict[str, str]) -> str:
+    """A gold row's state from its fields' sources: PENDING while one waits for a lead, then
+    ADJUDICATED when a lead decided one, IMPORTED for a row whose gold is imported alone
+    (its fields are all imported), else AGREED (for a claim, what pair_state says)."""
+    values = set(sources.values())
+    found = next((s for s in SOURCE_PRECEDENCE if s in values), None)
+    if found is not None:
+        return found
+    return IMPORTED if IMPORTED in values else AGREED
 
 
 def adjudication_queue(

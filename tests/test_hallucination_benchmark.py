@@ -132,7 +132,15 @@ def test_adjudication_gold_and_calibration_follow_the_binary_schema(halu, lead, 
     claims = [r for r in rows if r["item"] == "claim"]
     answers = [r for r in rows if r["item"] == "answer"]
     assert claims and all(set(r["gold"]) == {"support", "support_binary"} for r in claims)
-    assert all(r["gold"] == {} and r["reviewer_a"].keys() == {"reviewer", "note"} for r in answers)
+    assert all(r["reviewer_a"].keys() == {"reviewer", "note"} for r in answers)
+    # No answer field is on: an answer row's gold is its claims' support_binary alone.
+    unsupported = {r["answer_id"] for r in claims if r["gold"]["support_binary"] == "unsupported"}
+    assert {r["answer_id"]: r["gold"] for r in answers} == {
+        r["answer_id"]: {
+            "support_binary": "unsupported" if r["answer_id"] in unsupported else "supported"
+        }
+        for r in answers
+    }
     assert all(set(r["human_kappa"]) == {"support", "support_binary"} for r in claims)
     assert all(r["decided"] for r in rows)
 

@@ -241,14 +241,16 @@ def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(h
     sha256 = hashlib.sha256(GOLD.read_bytes()).hexdigest()
     for row in rows:
         assert row["reviewer_a"] is None and row["reviewer_b"] is None
-        # Every field imported (an answer row has none: this schema labels no answer field).
-        assert set(row["gold_source"].values()) == (
-            {"imported"} if row["item"] == "claim" else set()
-        )
+        # Every field imported (an answer row's support_binary, from its imported claims).
+        assert set(row["gold_source"].values()) == {"imported"}
         assert row["decided"] is True
         assert row["imported"]["source"] == "halu-bench"
         assert (row["imported"]["file_name"], row["imported"]["sha256"]) == ("gold.jsonl", sha256)
     assert {r["label_sets"] for r in answers} == {0}
+    for row in answers:  # an answer row's support_binary is its claims', as reviewers' are
+        supports = gold[row["answer_id"]]["claims"]
+        unsupported = any(c["support"] == "unsupported" for c in supports)
+        assert row["gold"] == {"support_binary": "unsupported" if unsupported else "supported"}
     for row in claims:
         expected = gold[row["answer_id"]]["claims"][row["claim_index"]]["support"]
         assert row["gold"] == {"support": expected, "support_binary": expected}
@@ -360,10 +362,15 @@ def test_every_field_of_a_three_way_schema_is_imported_as_it_was_labelled(db):
     assert all(validator.is_valid(json.loads(json.dumps(row))) for row in rows.values())
     for line in earlier:
         answer = rows[(line["answer_id"], None)]
+        supports = [claim["support"] for claim in line["claims"]]
         assert answer["gold"] == {
             "relevance": line["relevance"],
             "abstention": line["abstention"] or "",
             "failure_labels": sorted(line["failure_labels"]),
+            # from its claims: unsupported once one of them is
+            "support_binary": "supported"
+            if all(s == "supported" for s in supports)
+            else "unsupported",
         }
         assert set(answer["gold_source"].values()) == {"imported"}
         for claim in line["claims"]:

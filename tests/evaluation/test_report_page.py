@@ -125,7 +125,7 @@ def test_limits_and_pair_come_from_get_parameters(client, stages, lead):
         )
     )
     meets = {r["variant"]: r["meets_both"] for r in rows}
-    assert meets == {"baseline": "True", "hybrid": "False"}
+    assert meets == {"baseline": "true", "hybrid": "false"}
     transitions = read_csv(
         client.get(url(stages, format="csv", table="transitions", a="baseline", b="hybrid", k=3))
     )
