@@ -16,7 +16,7 @@ from django.urls import reverse
 from annotate.gold import judge_split
 from annotate.services import add_member, import_gold, import_labels, open_labelling
 from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report
+from evaluation.judge_reports import calibration_report, few_shot_examples
 from evaluation.judges import import_judge_run
 from evaluation.reports import evaluate
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
@@ -148,6 +148,16 @@ def test_the_done_when_project_pages_calibration_gold_and_agreement(benchmark, c
     assert len(rows) == len(gold) + claims
     assert {r["gold_source"].get("support") for r in rows if r["item"] == "claim"} == {"imported"}
 
+    # The judge's view of an answer shows its imported gold and where it came from.
+    answer = project.answers.get(answer_id=next(iter(gold)))
+    shown = client.get(
+        reverse(
+            "judge_answer", kwargs={"slug": project.slug, "run_pk": run.pk, "answer_pk": answer.pk}
+        )
+    )
+    text = html.unescape(shown.content.decode())
+    assert "from “halu-bench” (gold.jsonl, line 1)" in text and "Reviewers" not in text
+
     agreement = html.unescape(
         client.get(reverse("agreement", args=[project.slug])).content.decode()
     )
@@ -232,3 +242,19 @@ def test_the_evaluation_reads_imported_gold_as_gold(benchmark):
     )
     unsupported = sum(g["unsupported_answers"]["unsupported"] for g in generation)
     assert unsupported == sum("unsupported" in s for s in gold.values())
+
+
+def test_few_shot_examples_come_from_imported_gold_of_judge_dev_only(benchmark):
+    project, _ = benchmark
+    gold = _benchmark_gold()
+    examples = few_shot_examples(project)
+    expected = {
+        (answer_id, k): support
+        for answer_id, labels in gold.items()
+        if judge_split(answer_id.split("/")[0]) == "judge_dev"
+        for k, support in enumerate(labels)
+    }
+    assert expected and {(e["answer_id"], e["claim_index"]): e["label"] for e in examples} == (
+        expected
+    )
+    assert {e["gold_source"] for e in examples} == {"imported"}
