@@ -139,13 +139,14 @@ def test_every_problem_is_listed_by_line_and_nothing_is_written(halu):
     messages = [str(e) for e in caught.value.errors]
     assert messages[0].startswith("line 1: 'reviewer' has no place in gold from elsewhere")
     assert "line 2: unknown answer_id 'src-99/nobody'" in messages
-    assert "line 3: claims 0 have no label" in messages
-    assert any(
-        m.startswith("line 4: 'relevance' is not labelled in this project") for m in messages
-    )
     assert (
-        "line 5: claims[0].support: This project labels support as supported or unsupported, "
-        "not 'contradicted'." in messages
+        "line 3: claims has no object with index 0: every claim of the answer needs its label"
+        in messages
+    )
+    assert any(m.startswith("line 4: relevance is not labelled in this project") for m in messages)
+    assert (
+        'line 5: claims[0].support must be "supported" or "unsupported" (this project labels '
+        'support on a binary scale), got "contradicted"' in messages
     )
     assert "line 6: this answer is given gold twice (first on line 1)" in messages
     assert any(m.startswith("line 7: ") for m in messages)
