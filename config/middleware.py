@@ -16,7 +16,8 @@ MULTIPART_SLACK = 1024 * 1024
 class HealthzMiddleware:
     """/healthz for load balancers, answered before any other middleware: no host check (a
     balancer probes by address), no https redirect, no session, no login. A tiny JSON body;
-    503 when the database does not answer, so the balancer stops sending people here."""
+    503 when the database does not answer, so the balancer stops sending people here. It
+    answers before SecurityMiddleware, so it sets that middleware's nosniff header itself."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -29,6 +30,7 @@ class HealthzMiddleware:
         report = health.quick()
         response = JsonResponse(report, status=200 if report["database"] == "ok" else 503)
         add_never_cache_headers(response)
+        response["X-Content-Type-Options"] = "nosniff"
         return response
 
 
