@@ -128,6 +128,8 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
         if not job.retryable:
             if job.status == Job.Status.FAILED:
                 raise ServiceError("This job cannot be retried: upload the file again.")
+            if job.status == Job.Status.SUCCEEDED:
+                raise ServiceError("This job has finished: there is nothing to retry.")
             raise ServiceError("This job is still running: there is nothing to retry.")
         if confirm_deletions:
             # What the lead was shown, and only that: if the replace would delete more by the
