@@ -58,9 +58,7 @@ def test_other_labels_for_a_held_answer_are_refused_by_line(labelled):
         ({"claims.0": {"requires_evidence": "yes"}}, "must be true or false"),
     ],
 )
-def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(
-    labelled, change, problem
-):
+def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled, change, problem):
     """What a line gets wrong is left out of what it is compared with, so a wrong line can
     match the stored labels: it is refused all the same, as on a first import."""
     lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
