@@ -193,7 +193,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "knox.auth.TokenAuthentication",
+        "annotate.tokens.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -202,6 +202,12 @@ REST_FRAMEWORK = {
 }
 # API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
 # valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
+# An address that sends this many wrong API tokens within the window gets 429 for every token
+# until the window ends (annotate.tokens.TokenAuthentication; counted per server process).
+CLAIMDESK_TOKEN_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_TOKEN_FAILURE_LIMIT", "20"))
+CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = int(
+    os.environ.get("CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS", "60")
+)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=int(os.environ.get("CLAIMDESK_TOKEN_DAYS", "30"))),
     "AUTH_HEADER_PREFIX": "Token",

@@ -286,3 +286,14 @@ def _fresh_report_cache():
     yield
     report_cache.clear()
     reports.forget_decoded()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Django's cache holds the wrong-token counts (annotate.tokens): each test starts with
+    none, so that one test's 401s never pause another's requests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

@@ -24,7 +24,6 @@ from django.http import StreamingHttpResponse
 from django.utils.log import log_response
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from knox.auth import TokenAuthentication
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import (
@@ -50,6 +49,7 @@ from annotate.bundles import BundleInvalid
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
 from annotate.services import ServiceError
+from annotate.tokens import TokenAuthentication
 from jobs import services as jobs
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, accepted
@@ -183,6 +183,10 @@ DENIED = {
     403: OpenApiResponse(s.DetailSerializer, description="Your role does not allow this."),
     404: OpenApiResponse(
         s.DetailSerializer, description="Not found, or a project you have no role in."
+    ),
+    429: OpenApiResponse(
+        s.DetailSerializer,
+        description="Too many wrong tokens from your address: try again after Retry-After.",
     ),
 }
 CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
