@@ -8,6 +8,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
 from annotate.schema import LabelSchema
+from annotate.services import SLUG_ERRORS
 from annotate.uploads import validate_upload_size
 
 
@@ -59,6 +60,7 @@ class NewProjectForm(FormatFields):
     field_order = ["slug", "name", "format", "variant", "file"]
     slug = forms.SlugField(
         max_length=Project._meta.get_field("slug").max_length,
+        error_messages=SLUG_ERRORS,
         help_text="Short name for URLs and commands, e.g. physics-2026 (letters, digits, hyphens).",
     )
     name = forms.CharField(

@@ -24,6 +24,7 @@ from annotate.models import (
 from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
 from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
 from annotate.schema import SCALES, LabelSchema
+from annotate.services import SLUG_ERRORS
 
 MAX_QUOTE = 2000
 MAX_NOTE = 5000
@@ -155,7 +156,7 @@ class BundleUploadSerializer(FormatSerializer):
 
 
 class ProjectCreateSerializer(FormatSerializer):
-    slug = serializers.SlugField(max_length=80)
+    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     file = serializers.FileField(help_text=UPLOAD_HELP)
 
@@ -163,7 +164,7 @@ class ProjectCreateSerializer(FormatSerializer):
 class NewProjectQuerySerializer(serializers.Serializer):
     """For a raw JSONL body, the project's slug and name come in the query string."""
 
-    slug = serializers.SlugField(max_length=80)
+    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 

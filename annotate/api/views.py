@@ -567,6 +567,10 @@ class MemberList(ListView, LeadView):
     @extend_schema(
         tags=["members"],
         summary="Give a person a role (creating the account if needed)",
+        description="A lead adds people already in a project they lead; anyone else (an "
+        "account they do not share a project with, or a new one) takes staff or the "
+        "`annotate.add_membership` permission, and is otherwise refused with 400 on "
+        "`username`, alike whether the account exists or not.",
         request=s.AddMemberSerializer,
         responses=responses({201: s.MemberSerializer}, r400=ERROR_400),
     )
@@ -579,6 +583,7 @@ class MemberList(ListView, LeadView):
                 project=self.project,
                 username=data["username"],
                 role=data["role"],
+                by=request.user,
                 password=data.get("password") or None,
             )
         except services.MemberError as exc:

@@ -6,7 +6,7 @@ One module per capability:
 - ragas: Ragas evaluation datasets into projects, as bundles (import_ragas)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
-  change_member_role, remove_member)
+  change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
 - projects: a project's settings (update_guidelines, set_label_schema), and who may create
   projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
@@ -27,6 +27,7 @@ from annotate.services.adjudication import (
 )
 from annotate.services.base import NotAllowed, ServiceError
 from annotate.services.imports import (
+    SLUG_ERRORS,
     SLUG_TAKEN,
     DeletionsNotConfirmed,
     ImportResult,
@@ -60,6 +61,7 @@ from annotate.services.members import (
     MembersImportResult,
     add_member,
     add_project_member,
+    allow_adding_anyone,
     change_member_role,
     import_members,
     remove_member,
@@ -77,6 +79,7 @@ from annotate.services.ragas import RagasImportResult, import_ragas, import_raga
 __all__ = [
     "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
+    "SLUG_ERRORS",
     "SLUG_TAKEN",
     "Conflict",
     "DeletionsNotConfirmed",
@@ -95,6 +98,7 @@ __all__ = [
     "ServiceError",
     "add_member",
     "add_project_member",
+    "allow_adding_anyone",
     "adjudicate",
     "adjudication_started",
     "can_reopen",
