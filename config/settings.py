@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz answers load balancers before host checks, redirects and sessions.
     "config.middleware.HealthzMiddleware",
+    # Before everything that reads the database: a GET whose connection broke runs again.
+    "config.middleware.RetryOnceMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -50,6 +50,7 @@ from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
 from annotate.services import ServiceError
 from annotate.tokens import TokenAuthentication
+from config import errors
 from jobs import services as jobs
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, accepted
@@ -76,21 +77,30 @@ def flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception:
-    a script parses every answer as JSON, so it must never get Django's HTML error page. The
-    exception is still reported as Django reports one (the django.request log, which mails
-    the admins in production, and the got_request_exception signal)."""
+    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception
+    (503 for a dependency that is down: config.errors): a script parses every answer as
+    JSON, so it must never get Django's HTML error page. The exception is still reported as
+    Django reports one (the django.request log, which mails the admins in production, and
+    the got_request_exception signal)."""
     response = exception_handler(exc, context)
     if response is None:
         request = context["request"]._request
         set_rollback()
         signals.got_request_exception.send(sender=None, request=request)
-        response = Response(
-            {"detail": "Server error: the request failed on our side and has been logged."},
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        if errors.is_unavailable(exc):  # a dependency down: 503, try again (config.errors)
+            response = Response(
+                {"detail": errors.UNAVAILABLE},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers=errors.unavailable_headers(request),
+            )
+        else:
+            response = Response(
+                {"detail": "Server error: the request failed on our side and has been logged."},
+                status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+            )
         log_response(
-            "Internal Server Error: %s",
+            "%s: %s",
+            response.reason_phrase,
             request.path,
             response=response,
             request=request,
@@ -187,6 +197,11 @@ DENIED = {
     429: OpenApiResponse(
         s.DetailSerializer,
         description="Too many wrong tokens from your address: try again after Retry-After.",
+    ),
+    503: OpenApiResponse(
+        s.DetailSerializer,
+        description="The database or the task queue did not answer: nothing was queued; try "
+        "again after Retry-After.",
     ),
 }
 CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
