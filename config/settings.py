@@ -224,6 +224,14 @@ SPECTACULAR_SETTINGS = {
     # Without deep links an operation's path is no link inside its expand button (nested
     # interactive controls, which screen readers and axe refuse).
     "SWAGGER_UI_SETTINGS": {"deepLinking": False},
+    # Request bodies get components of their own: what a request must carry (a required
+    # string is not empty) is not what a response holds.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "annotate.api.openapi.empty_query_values",
+        "annotate.api.openapi.upload_bodies_required",
+    ],
     # Two models have a `status` field with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "annotate.models.Assignment.Status",

@@ -319,8 +319,31 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
     max_offset = 10**9
 
+    def get_limit(self, request) -> int:
+        limit = _whole_number(request, self.limit_query_param, minimum=1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
     def get_offset(self, request) -> int:
-        return min(super().get_offset(request), self.max_offset)
+        offset = _whole_number(request, self.offset_query_param, minimum=0)
+        return 0 if offset is None else min(offset, self.max_offset)
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1 if parameter["name"] == "limit" else 0
+        return parameters
+
+
+def _whole_number(request, name: str, *, minimum: int) -> int | None:
+    """A ?limit= or ?offset=: None when absent or empty; a 400 naming it when it is not a
+    whole number of at least `minimum` (DRF's pagination reads `abc` or `-1` as absent,
+    which hides a script's mistake). Any number of digits is taken, and bounded."""
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or (len(raw) < 13 and int(raw) < minimum):
+        raise ValidationError({name: [f"A whole number, {minimum} or more."]})
+    return int(raw) if len(raw) < 13 else 10**12
 
 
 class ListView(ListAPIView):
@@ -501,9 +524,9 @@ class Bundle(LeadView):
         responses=responses({202: ACCEPTED_202}, r400=ERROR_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
+        options = query(s.ReplaceQuerySerializer, request)  # checked whatever the body
         upload, data = upload_file(request, s.BundleUploadSerializer)
-        if not data:
-            data = query(s.ReplaceQuerySerializer, request)
+        data = data or options
         ragas = data.get("format") == "ragas"
         return start_import(
             kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
@@ -632,9 +655,12 @@ class MemberDetail(LeadView):
     def patch(self, request, slug, username):
         serializer = s.MemberRoleSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        membership = self.membership(username)
+        if "role" not in serializer.validated_data:  # a PATCH that changes nothing
+            return Response(s.MemberSerializer(membership).data)
         try:
             membership = services.change_member_role(
-                membership=self.membership(username), role=serializer.validated_data["role"]
+                membership=membership, role=serializer.validated_data["role"]
             )
         except ServiceError as exc:
             return refused(exc)
