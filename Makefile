@@ -48,6 +48,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/reference.py
+	$(BIN)/python bench/calibration_simulation.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache

@@ -7,7 +7,7 @@ from django import forms
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
-from annotate.schema import LabelSchema
+from annotate.schema import LabelSchema, SchemaInvalid
 from annotate.services import SLUG_ERRORS
 from annotate.uploads import validate_upload_size
 
@@ -47,17 +47,40 @@ class FormatFields(forms.Form):
         help_text="The system that wrote the responses of the Ragas dataset, e.g. dense-k5.",
     )
     variant.required_when = "format=ragas"  # _field.html: shown and required only then
+    label_schema = forms.CharField(
+        required=False,
+        label="Label schema",
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text='Optional, as a bundle header\'s label_schema (JSON), e.g. {"support": '
+        '"binary", "claim_fields": [], "answer_fields": []}. Empty: the project\'s schema '
+        "stays as it is (a new project's: everything on). Locked once labelling opens.",
+    )
+    label_schema.shown_when = "format=ragas"  # a bundle gives its schema in its header
+
+    def clean_label_schema(self) -> LabelSchema | None:
+        text = self.cleaned_data.get("label_schema", "").strip()
+        if not text:
+            return None
+        try:
+            return LabelSchema.from_json(text)
+        except SchemaInvalid as exc:
+            raise forms.ValidationError(exc.problems) from exc
 
     def clean(self):
         data = super().clean()
         data["format"] = data.get("format") or "bundle"
         if data["format"] == "ragas" and not data.get("variant", "").strip():
             self.add_error("variant", "Name the system that wrote these responses.")
+        if data["format"] != "ragas":
+            # Hidden unless the file is a Ragas dataset: what was typed there before another
+            # format was chosen is not the bundle's (a bundle's schema is in its header).
+            self.errors.pop("label_schema", None)
+            data["label_schema"] = None
         return data
 
 
 class NewProjectForm(FormatFields):
-    field_order = ["slug", "name", "format", "variant", "file"]
+    field_order = ["slug", "name", "format", "variant", "label_schema", "file"]
     slug = forms.SlugField(
         max_length=Project._meta.get_field("slug").max_length,
         error_messages=SLUG_ERRORS,
@@ -79,7 +102,7 @@ class NewProjectForm(FormatFields):
 
 
 class UploadForm(FormatFields):
-    field_order = ["format", "variant", "file", "replace", "confirm_deletions"]
+    field_order = ["format", "variant", "label_schema", "file", "replace", "confirm_deletions"]
     format = forms.ChoiceField(
         choices=[
             *FORMATS,

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -135,7 +136,7 @@ def project_new(request):
     bundle_errors: BundleInvalid | None = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        ragas = data["format"] == "ragas"
+        ragas, schema = data["format"] == "ragas", data["label_schema"]
         try:
             # Said at once, before the upload waits for a worker; the worker checks again.
             services.check_new_slug(slug=data["slug"], user=request.user, reimport=False)
@@ -147,6 +148,7 @@ def project_new(request):
                 params={
                     "name": data["name"] or None,
                     "variant": data["variant"] if ragas else None,
+                    "label_schema": schema.as_dict() if schema else None,
                     "reimport": False,
                 },
             )
@@ -182,26 +184,14 @@ def project_upload(request, project, role):
             "ragas": Job.Kind.RAGAS_IMPORT,
             "labels": Job.Kind.LABEL_IMPORT,
         }.get(data["format"], Job.Kind.BUNDLE_IMPORT)
-        try:
-            job = jobs.start_import(
-                kind=kind,
-                user=request.user,
-                upload=data["file"],
-                slug=project.slug,
-                project=project,
-                params={
-                    "replace": data["replace"],
-                    "confirm_deletions": data["confirm_deletions"],
-                    "variant": data["variant"],
-                },
-            )
-        except jobs.EmptyUpload as exc:
-            form.add_error("file", str(exc))
+        # Said on its field at once, before the upload waits for a worker (which checks again).
+        problem = services.label_schema_problem(project=project, schema=data["label_schema"])
+        if problem:
+            form.add_error("label_schema", capfirst(problem))
         else:
-            response, bundle_errors = job_views.after_upload(request, job, form)
+            response, bundle_errors, deletions = _start_upload(request, project, form, kind)
             if response is not None:
                 return response
-            deletions = job.result.get("deletions")
     context = {
         "project": project,
         "role": role,
@@ -214,6 +204,31 @@ def project_upload(request, project, role):
     return _render(
         request, "annotate/lead/upload.html", context, partial="upload-form", status=status
     )
+
+
+def _start_upload(request, project, form, kind) -> tuple:
+    """(response, bundle errors, deletions) of the upload page's file, queued for import."""
+    data = form.cleaned_data
+    schema = data["label_schema"]
+    try:
+        job = jobs.start_import(
+            kind=kind,
+            user=request.user,
+            upload=data["file"],
+            slug=project.slug,
+            project=project,
+            params={
+                "replace": data["replace"],
+                "confirm_deletions": data["confirm_deletions"],
+                "variant": data["variant"],
+                "label_schema": schema.as_dict() if schema else None,
+            },
+        )
+    except jobs.EmptyUpload as exc:
+        form.add_error("file", str(exc))
+        return None, None, None
+    response, bundle_errors = job_views.after_upload(request, job, form)
+    return response, bundle_errors, job.result.get("deletions")
 
 
 # --- Members ---------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import difflib
 import hashlib
 import io
 import json
-from collections.abc import Container, Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +47,15 @@ MAX_VARIANT = 200
 LIST_FORMS = "a JSON list or a Python list literal (as Ragas' to_csv writes it)"
 
 
-def case_id_for(question: str) -> str:
-    """The same question is the same case, in every file and every variant's dataset."""
-    return "q:" + _digest(question)
+def case_id_for(question: str, passage_ids: Sequence[str] | None = None) -> str:
+    """A question's case. Named by the question alone when a file gives the question one set
+    of retrieved contexts, so each variant's file answers the same cases even when their
+    retrievers differ; by the question and its contexts' passage ids (in rank order) when a
+    file gives it several, as one instruction over many sources does ("summarise this"):
+    each source is its own case, never a sample of the others (`assign_cases`)."""
+    if passage_ids is None:
+        return "q:" + _digest(question)
+    return "q:" + _digest(json.dumps([question, list(passage_ids)], ensure_ascii=False))
 
 
 def passage_id_for(text: str) -> str:
@@ -71,10 +78,11 @@ class RagasRow:
     response: str
     contexts: list[tuple[str, str]]  # (passage id, text), in rank order
     reference: str
+    case_id: str = ""  # set by assign_cases once every row is read
 
     @property
-    def case_id(self) -> str:
-        return case_id_for(self.user_input)
+    def context_ids(self) -> tuple[str, ...]:
+        return tuple(pid for pid, _ in self.contexts)
 
 
 @dataclass
@@ -126,6 +134,7 @@ def read_dataset(lines: Iterable[bytes | str]) -> RagasDataset:
     dataset.passed_over = list(passed_over)
     if not dataset.rows and not errors:
         errors.append(BundleError(0, "the file holds no samples", dataset.unit))
+    assign_cases(dataset.rows)
     _check_across_rows(dataset, errors)
     if errors:
         raise BundleInvalid(errors)
@@ -375,8 +384,22 @@ class _Sample:
 _INVALID = object()
 
 
+def assign_cases(rows: Sequence[RagasRow]) -> None:
+    """One case per sample unless both question and retrieved contexts are equal: rows that
+    repeat a question with the same contexts are samples 0, 1, ... of one case (repeated
+    generations); rows that share a question but not its contexts are cases apart, or their
+    samples' differences would read as generation variance. Deterministic: a file imported
+    again names the same cases."""
+    contexts: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for row in rows:
+        contexts[row.user_input].add(row.context_ids)
+    for row in rows:
+        several = len(contexts[row.user_input]) > 1
+        row.case_id = case_id_for(row.user_input, row.context_ids if several else None)
+
+
 def _check_across_rows(dataset: RagasDataset, errors: list[BundleError]) -> None:
-    """One passage id, one text; one question, one reference (where given)."""
+    """One passage id, one text; one case, one reference (where given)."""
     unit = dataset.unit
     passages: dict[str, tuple[str, int]] = {}
     references: dict[str, tuple[str, int]] = {}
@@ -393,13 +416,13 @@ def _check_across_rows(dataset: RagasDataset, errors: list[BundleError]) -> None
                     )
                 )
         if row.reference:
-            seen = references.setdefault(row.user_input, (row.reference, row.line))
+            seen = references.setdefault(row.case_id, (row.reference, row.line))
             if seen[0] != row.reference:
                 errors.append(
                     BundleError(
                         row.line,
                         f"column 'reference' differs from {unit} {seen[1]}'s for the same "
-                        "user_input; a question has one reference answer",
+                        "user_input and retrieved_contexts; a case has one reference answer",
                         unit,
                     )
                 )
@@ -416,6 +439,9 @@ class Conversion:
     origins: list[int]
     unit: str
     answers: dict[str, int]  # answer_id -> dataset line
+    # Passages and cases the rows name that the project holds as they are, so no line was
+    # written for them: the import counts them unchanged.
+    held: dict[str, int] = field(default_factory=dict)
 
     def errors_in_dataset(self, exc: BundleInvalid) -> BundleInvalid:
         """The bundle importer's errors, numbered by the dataset's lines instead."""
@@ -441,34 +467,48 @@ def to_bundle(
     *,
     variant: str,
     corpus_version: str | None,
+    label_schema: Mapping[str, Any] | None = None,
     known_passages: Mapping[str, str] | None = None,
     known_cases: Container[str] = (),
 ) -> Conversion:
     """Bundle lines for a checked dataset: a header when `corpus_version` is given (a new
-    project), the passages and cases the project does not already hold as they are here, and
-    one answer per row. The same question answered again by the variant is its next sample.
+    project's, or the project's own to carry `label_schema`), the passages and cases the
+    project does not already hold as they are here, and one answer per row. A case answered
+    again by the variant (same question, same contexts) is its next sample.
 
     known_passages: passage_id -> text of the project's passages; known_cases: its case ids.
     """
     known_passages = known_passages or {}
     objects: list[tuple[int, dict[str, Any]]] = []
     if corpus_version is not None:
-        objects.append((0, {"type": "bundle", "corpus_version": corpus_version}))
+        header: dict[str, Any] = {"type": "bundle", "corpus_version": corpus_version}
+        if label_schema is not None:
+            header["label_schema"] = dict(label_schema)
+        objects.append((0, header))
     passages: dict[str, int] = {}
+    held_passages: set[str] = set()
     for row in dataset.rows:
         for pid, text in row.contexts:
-            if pid not in passages and known_passages.get(pid) != text:
+            if pid in passages or pid in held_passages:
+                continue
+            if known_passages.get(pid) == text:
+                held_passages.add(pid)
+            else:
                 passages[pid] = row.line
                 objects.append((row.line, {"type": "passage", "passage_id": pid, "text": text}))
     cases: dict[str, int] = {}
-    reference: dict[str, str] = {}  # read_dataset made sure a question has only one
+    held_cases: set[str] = set()
+    reference: dict[str, str] = {}  # read_dataset made sure a case has only one
     for row in dataset.rows:
         if row.reference:
             reference.setdefault(row.case_id, row.reference)
     for row in dataset.rows:
         case_id = row.case_id
-        if case_id in cases or (case_id in known_cases and case_id not in reference):
-            continue  # nothing to say about a case the project holds
+        if case_id in cases:
+            continue
+        if case_id in known_cases and case_id not in reference:
+            held_cases.add(case_id)  # nothing to say about a case the project holds
+            continue
         cases[case_id] = row.line
         case = {
             "type": "case",
@@ -510,4 +550,5 @@ def to_bundle(
         origins=[origin for origin, _ in objects],
         unit=dataset.unit,
         answers=answers,
+        held={"passage": len(held_passages), "case": len(held_cases)},
     )

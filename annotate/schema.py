@@ -13,6 +13,7 @@ Pure: no Django import, so the statistics modules can use it too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,18 @@ class LabelSchema:
         return cls(support=support, **fields)
 
     @classmethod
+    def from_json(cls, text: str) -> LabelSchema:
+        """A schema given as JSON text (an import's --label-schema, an upload's field),
+        checked as a bundle header's `label_schema` is."""
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise SchemaInvalid([f"the label schema is not JSON ({exc})"]) from exc
+        if value is None:  # `null` would mean the default: say what is meant instead
+            raise SchemaInvalid(["'label_schema' must be an object"])
+        return cls.parse(value)
+
+    @classmethod
     def of(cls, stored: Any) -> LabelSchema:
         """The schema stored on a project (already validated when it was set)."""
         try:
@@ -124,6 +137,22 @@ class LabelSchema:
         answers = ", ".join(self.answer_fields) or "none"
         scale = "three-way" if self.support == "three_way" else "binary"
         return f"support ({scale}); other claim fields: {claims}; answer fields: {answers}"
+
+    def changes_from(self, old: LabelSchema) -> str:
+        """What differs from `old`, for an import's result: 'support three_way → binary;
+        claim fields severity, evidence → none' (only the parts that changed)."""
+
+        def listed(names: tuple[str, ...]) -> str:
+            return ", ".join(names) or "none"
+
+        parts = []
+        if old.support != self.support:
+            parts.append(f"support {old.support} → {self.support}")
+        for key, label in (("claim_fields", "claim fields"), ("answer_fields", "answer fields")):
+            before, after = getattr(old, key), getattr(self, key)
+            if before != after:
+                parts.append(f"{label} {listed(before)} → {listed(after)}")
+        return "; ".join(parts) or "none"
 
 
 DEFAULT = LabelSchema()

@@ -1,18 +1,21 @@
-"""The REST API: /api/v1/ (annotate.api, evaluation.api and jobs.api), the OpenAPI schema at
-/api/schema/ and its documentation at /api/docs/ (Swagger UI served from our own static files
-by drf-spectacular-sidecar, no CDN). Included from config.urls."""
+"""The REST API: /api/v1/ (its root here, then annotate.api, evaluation.api and jobs.api), the
+OpenAPI schema at /api/schema/ and its documentation at /api/docs/ (Swagger UI served from our
+own static files by drf-spectacular-sidecar, no CDN). Included from config.urls."""
 
 import json
 
 from csp.constants import SELF
 from django.http import JsonResponse
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, reverse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework import serializers
+from rest_framework.response import Response
 
 from annotate.api.urls import urlpatterns as annotate_api_urls
+from annotate.api.views import DENIED, APIView
 from config.lazy import lazy_api
 from jobs import api as jobs_api
 
@@ -32,6 +35,45 @@ evaluation_urls = [
         name="calibration",
     ),
 ]
+
+
+class RootSerializer(serializers.Serializer):
+    user = serializers.CharField(help_text="Whose token (or session) this is.")
+    projects = serializers.URLField(
+        help_text="The projects you have a role in; POST a bundle here to create one."
+    )
+    project = serializers.CharField(
+        help_text="One project, `{slug}` filled in; the schema lists what lies under it."
+    )
+    job = serializers.CharField(help_text="A background job, `{id}` as an upload's 202 names it.")
+    schema = serializers.URLField(help_text="The OpenAPI schema of every endpoint.")
+    docs = serializers.URLField(help_text="The same, as browsable documentation.")
+    token = serializers.URLField(help_text="Where a signed-in person makes and revokes tokens.")
+
+
+class APIRoot(APIView):
+    """Where a script starts, and checks its token: who it is and where everything is."""
+
+    @extend_schema(
+        tags=["api"],
+        operation_id="api_root",
+        summary="The API's root: who you are, and where to start",
+        responses={200: RootSerializer, 401: DENIED[401]},
+    )
+    def get(self, request):
+        root = request.build_absolute_uri(reverse("api:root"))
+        return Response(
+            {
+                "user": request.user.get_username(),
+                "projects": request.build_absolute_uri(reverse("api:projects")),
+                # Templates, as the schema writes paths: braces are not a URL's to escape.
+                "project": root + "projects/{slug}/",
+                "job": root + "jobs/{id}/",
+                "schema": request.build_absolute_uri(reverse("api-schema")),
+                "docs": request.build_absolute_uri(reverse("api-docs")),
+                "token": request.build_absolute_uri(reverse("api_token")),
+            }
+        )
 
 
 @csrf_exempt
@@ -81,8 +123,10 @@ jobs_urls = [
     path("jobs/<uuid:job_id>/download/", jobs_api.JobDownload.as_view(), name="job-download"),
 ]
 
+root_url = path("", APIRoot.as_view(), name="root")
+
 urlpatterns = [
-    path("api/v1/", include((annotate_api_urls + evaluation_urls + jobs_urls, "api"))),
+    path("api/v1/", include(([root_url, *annotate_api_urls, *evaluation_urls, *jobs_urls], "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Anything else under /api/ (an unknown path, a task "number" that is not a number) is a

@@ -401,8 +401,10 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
         report["slices"][slice_name] = section
     pairs = set().union(*(d.pairs() for d in aligned.values()))
     names = _usernames({r for pair in pairs for r in pair})
+    shared = shared_items(project)
     for pair in sorted(pairs, key=lambda p: (names[p[0]], names[p[1]])):
         entry = {"reviewers": [names[pair[0]], names[pair[1]]]}
+        entry.update(_identity(entry["reviewers"], shared.get(pair), schema))
         for name in fields:
             mask = aligned[name].pair_mask(pair)
             # With one pair (the usual case) its items are exactly the "all" slice.
@@ -412,7 +414,97 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
                 else _field_report(name, aligned[name], mask, n_boot=n_boot, seed=seed)
             )
         report["pairs"].append(entry)
+    report["identical_label_sets"] = any(p["identical_label_sets"] for p in report["pairs"])
     return report
+
+
+# --- One label set under two names -----------------------------------------------------------
+
+# Every label a reviewer gives a claim or an answer (notes aside: two people often leave them
+# empty alike).
+CLAIM_LABEL_COLUMNS = (
+    "support",
+    "severity",
+    "requires_evidence",
+    "evidence_ids",
+    "evidence_quote",
+    "citations",
+)
+ANSWER_LABEL_COLUMNS = ("relevance", "abstention", "failure_labels")
+
+
+def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
+    """Per reviewer pair (lower id first): the claims and answers both labelled, and how many
+    of them differ in any label field. Fields the schema leaves out are empty on both sides,
+    so they never differ. Two grouped queries."""
+    label, assignment = ClaimLabel._meta.db_table, Assignment._meta.db_table
+    claims = f"""
+        JOIN "{label}" la ON la.assignment_id = fa.id
+        JOIN "{label}" lb ON lb.assignment_id = fb.id AND lb.claim_id = la.claim_id
+    """
+    answers = f"""
+        JOIN "{assignment}" la ON la.id = fa.id
+        JOIN "{assignment}" lb ON lb.id = fb.id
+    """
+    queries = {
+        "claims": (claims, CLAIM_LABEL_COLUMNS),
+        "answers": (answers, ANSWER_LABEL_COLUMNS),
+    }
+    found: dict[tuple[int, int], dict[str, int]] = defaultdict(
+        lambda: {"claims": 0, "claims_differing": 0, "answers": 0, "answers_differing": 0}
+    )
+    for kind, (joins, columns) in queries.items():
+        differs = " OR ".join(_distinct(f"la.{c}", f"lb.{c}") for c in columns)
+        sql = f"""
+            WITH firsts AS ({_first_two_sql()})
+            SELECT fa.reviewer_id, fb.reviewer_id, COUNT(*),
+                   SUM(CASE WHEN {differs} THEN 1 ELSE 0 END)
+            FROM firsts fa
+            JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side = 2
+            {joins}
+            WHERE fa.side = 1
+            GROUP BY fa.reviewer_id, fb.reviewer_id
+        """
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [project.pk])
+            for ra, rb, n, differing in cursor.fetchall():
+                counts = found[(min(ra, rb), max(ra, rb))]
+                counts[kind] += n
+                counts[f"{kind}_differing"] += int(differing or 0)
+    return dict(found)
+
+
+def _distinct(left: str, right: str) -> str:
+    """SQL: two columns differ, a NULL differing from a value (SQLite spells it IS NOT)."""
+    if connection.vendor == "postgresql":
+        return f"{left} IS DISTINCT FROM {right}"
+    return f"{left} IS NOT {right}"
+
+
+def _identity(reviewers: list[str], shared: dict[str, int] | None, schema) -> dict:
+    """Whether a pair's two label sets are the same on every item they share: the mark of one
+    label set imported twice under two names (SPEC.md "Gold from elsewhere"), whose kappa of
+    1.000 measures nothing. The pair's entry says so, with the items it is over."""
+    shared = shared or {"claims": 0, "claims_differing": 0, "answers": 0, "answers_differing": 0}
+    # An answer carries labels of its own only where the schema has answer fields.
+    answers = shared["answers"] if schema.answer_fields else 0
+    items = shared["claims"] + answers
+    identical = bool(items) and not (shared["claims_differing"] or shared["answers_differing"])
+    if not identical:
+        return {"identical_label_sets": False}
+    what = (
+        f"all {items} items ({shared['claims']} claims, {answers} answers)"
+        if answers
+        else f"all {items} claims"
+    )
+    return {
+        "identical_label_sets": True,
+        "identical_label_sets_note": (
+            f"{reviewers[0]} and {reviewers[1]} gave identical labels on {what} they both "
+            "labelled: not two independent label sets (was one label set imported twice? "
+            "use import_gold for single-annotator gold)"
+        ),
+    }
 
 
 def _usernames(ids: Iterable[int]) -> dict[int, str]:

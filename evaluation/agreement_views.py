@@ -68,13 +68,17 @@ def _heat(confusion: dict) -> list[tuple[str, str, list[tuple[int, float]]]]:
     ]
 
 
-def _rows(fields: dict) -> list[dict]:
+IDENTICAL = "identical label sets: not two independent reviewers"
+
+
+def _rows(fields: dict, *, binary: bool = False, identical: bool = False) -> list[dict]:
     """The report's fields in a fixed order; a field outside the project's schema is absent
-    from the report and so from the table."""
+    from the report and so from the table. In a binary project support already is supported
+    vs unsupported: support_binary (in the JSON, as SPEC.md asks) would be the same row twice."""
     rows = []
     for name, title in FIELD_TITLES.items():
         stats = fields.get(name)
-        if stats is None:
+        if stats is None or (binary and name == "support_binary"):
             continue
         raw = stats["raw_agreement"]
         matches = None if raw is None else round(raw * stats["n"])
@@ -92,6 +96,9 @@ def _rows(fields: dict) -> list[dict]:
                 "heat": _heat(confusion),
                 "top_label": label_words((stats.get("prevalence") or {}).get("label")),
                 "columns": [(c, short_label(c)) for c in confusion["labels"]],
+                # One label set under two names: its kappa (1.000, or undefined) measures
+                # nothing, and the page says that instead.
+                "identical": identical,
             }
         )
     return rows
@@ -102,8 +109,13 @@ def _kappa_chart(title: str, rows: list[dict]):
     be read (no item, a reviewer with one label) says why in its place."""
     interval_rows = []
     for row in rows:
-        readable = row["kappa"] is not None and not row["one_label"]
-        reason = row["one_label"] or row["kappa_undefined_reason"] or "undefined"
+        readable = row["kappa"] is not None and not row["one_label"] and not row["identical"]
+        reason = (
+            (IDENTICAL if row["identical"] else None)
+            or row["one_label"]
+            or row["kappa_undefined_reason"]
+            or "undefined"
+        )
         interval_rows.append(
             charts.IntervalRow(
                 row["title"],
@@ -139,17 +151,35 @@ def agreement(request, project, role):
     everything = report["slices"]["all"]
     doubly = any(stats.get("n") for stats in everything.values() if isinstance(stats, dict))
     slices = []  # none at all when nothing is doubly labelled: the page says so instead
+    binary = project.schema.binary
+    notes = [p["identical_label_sets_note"] for p in report["pairs"] if p["identical_label_sets"]]
+    # Every pair one label set twice: the slices' figures are all duplicates too.
+    only_identical = bool(notes) and len(notes) == len(report["pairs"])
     for name, fields in report["slices"].items() if doubly else ():
-        rows = _rows(fields)
+        rows = _rows(fields, binary=binary, identical=only_identical)
         chart = _kappa_chart(f"Cohen's kappa with 95% intervals, slice {name}", rows)
         slices.append(
             {"name": name, "rows": rows, "evidence": fields.get("evidence"), "chart": chart}
         )
-    pairs = [{"reviewers": p["reviewers"], "rows": _rows(p)} for p in report["pairs"]]
+    pairs = [
+        {
+            "reviewers": p["reviewers"],
+            "rows": _rows(p, binary=binary, identical=p["identical_label_sets"]),
+            "identical_note": p.get("identical_label_sets_note"),
+        }
+        for p in report["pairs"]
+    ]
     return render(
         request,
         "evaluation/agreement.html",
-        {"project": project, "role": role, "slices": slices, "pairs": pairs, "stored": stored},
+        {
+            "project": project,
+            "role": role,
+            "slices": slices,
+            "pairs": pairs,
+            "identical_notes": notes,
+            "stored": stored,
+        },
     )
 
 

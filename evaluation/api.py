@@ -62,7 +62,16 @@ class AgreementSerializer(serializers.Serializer):
         help_text="Slice -> field -> agreement (n, raw_agreement, kappa, weighting, ci95, "
         "confusion).",
     )
-    pairs = serializers.ListField(child=serializers.DictField())
+    pairs = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per reviewer pair: reviewers, each field's agreement, identical_label_sets "
+        "(the two label sets are the same on every item they share) and, when they are, "
+        "identical_label_sets_note saying so.",
+    )
+    identical_label_sets = serializers.BooleanField(
+        help_text="Some pair's two label sets are identical on every item they share: one "
+        "label set imported twice under two names, not two reviewers."
+    )
 
 
 def _ks(value: str) -> list[int]:
@@ -171,6 +180,50 @@ class CalibrationQuerySerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=SPLITS, required=False, default=DEFAULT_SPLIT)
 
 
+class RoganGladenSerializer(serializers.Serializer):
+    refused = serializers.CharField(
+        required=False,
+        help_text="Present instead of an estimate, saying why: a gold class missing, no "
+        "target, TPR + TNR ≤ 1, or a 95% interval of TPR + TNR − 1 that reaches below 0.05 (a "
+        "judge that close to chance gives no usable correction).",
+    )
+    estimate = serializers.FloatField(required=False, help_text="Clipped to [0, 1].")
+    ci95 = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        required=False,
+        help_text="Percentile bootstrap over the n gold items and the target, seeded.",
+    )
+    clipped = serializers.BooleanField(
+        required=False, help_text="True when the formula's value left [0, 1]."
+    )
+    unclipped = serializers.FloatField(required=False, help_text="The formula's own value.")
+    youden = serializers.FloatField(required=False, help_text="TPR + TNR − 1 on the gold items.")
+    youden_ci95 = serializers.ListField(
+        child=serializers.FloatField(),
+        required=False,
+        help_text="Its 95% interval, from the same bootstrap resamples of the gold items.",
+    )
+    n_boot = serializers.IntegerField(required=False)
+    skipped = serializers.IntegerField(required=False)
+
+
+class PPISerializer(serializers.Serializer):
+    refused = serializers.CharField(required=False)
+    estimate = serializers.FloatField(required=False)
+    ci95 = serializers.ListField(child=serializers.FloatField(), required=False)
+
+
+class CorrectedSerializer(serializers.Serializer):
+    target_n = serializers.IntegerField()
+    p_obs = serializers.FloatField(allow_null=True)
+    excluded = serializers.DictField(child=serializers.IntegerField())
+    provisional = serializers.BooleanField()
+    provisional_reason = serializers.CharField(allow_null=True)
+    rogan_gladen = RoganGladenSerializer()
+    ppi = PPISerializer()
+
+
 class CalibrationSerializer(serializers.Serializer):
     judge = serializers.CharField()
     split = serializers.CharField()
@@ -184,7 +237,7 @@ class CalibrationSerializer(serializers.Serializer):
     tpr = serializers.FloatField(allow_null=True)
     tnr = serializers.FloatField(allow_null=True)
     confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")
-    corrected = serializers.DictField(help_text="target_n, p_obs, rogan_gladen, ppi.")
+    corrected = CorrectedSerializer()
     disagreements = serializers.ListField(child=serializers.DictField())
 
 

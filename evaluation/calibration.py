@@ -28,8 +28,19 @@ UNSUPPORTED = ("contradicted", "insufficient_evidence", "unsupported")
 Z_95 = 1.96  # as written in SPEC.md, so reports can be checked by hand
 
 
+# Rogan–Gladen is refused when the 95% interval of TPR + TNR − 1 (Youden's J) reaches below
+# this: the correction divides by J, so a judge this close to chance turns the sampling noise of
+# p_obs into any share at all (SPEC.md "Calibration, second step").
+MIN_YOUDEN = 0.05
+
+
 class CalibrationRefused(ValueError):
-    """A corrected estimate cannot be computed honestly from these data; the message says why."""
+    """A corrected estimate cannot be computed honestly from these data; the message says why.
+    ``details`` are the figures behind the refusal, reported beside the reason."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 def unsupported_indicator(labels: Sequence[str]) -> np.ndarray:
@@ -201,8 +212,9 @@ def judge_report(
     )
 
 
-def rogan_gladen(p_obs: float, tpr: float | None, tnr: float | None) -> float:
-    """θ = (p_obs + TNR − 1) / (TPR + TNR − 1), clipped to [0, 1].
+def rogan_gladen_unclipped(p_obs: float, tpr: float | None, tnr: float | None) -> float:
+    """θ = (p_obs + TNR − 1) / (TPR + TNR − 1), as the formula gives it: outside [0, 1] when
+    p_obs lies outside the range [1 − TNR, TPR] a judge with these rates can produce.
 
     Refused when TPR + TNR ≤ 1: such a judge is no better than a coin, the correction divides by
     zero or flips sign, and any number it produced would be noise.
@@ -217,20 +229,40 @@ def rogan_gladen(p_obs: float, tpr: float | None, tnr: float | None) -> float:
             f"TPR + TNR = {tpr + tnr:.3f} ≤ 1: the judge does not separate supported from "
             "unsupported claims better than chance"
         )
-    return float(np.clip((p_obs + tnr - 1.0) / (tpr + tnr - 1.0), 0.0, 1.0))
+    return float((p_obs + tnr - 1.0) / (tpr + tnr - 1.0))
+
+
+def rogan_gladen(p_obs: float, tpr: float | None, tnr: float | None) -> float:
+    """The Rogan–Gladen estimate clipped to [0, 1] (a share cannot leave it); refused as
+    ``rogan_gladen_unclipped`` is."""
+    return float(np.clip(rogan_gladen_unclipped(p_obs, tpr, tnr), 0.0, 1.0))
 
 
 @dataclass(frozen=True)
 class RoganGladenInterval:
-    estimate: float
+    estimate: float  # clipped to [0, 1]
+    unclipped: float  # the formula's value; differs from estimate exactly when clipped
     ci95: tuple[float, float] | None
     p_obs: float
     tpr: float
     tnr: float
+    youden: float  # TPR + TNR − 1
+    youden_ci95: tuple[float, float]
     n: int
     target_n: int
     n_boot: int
     skipped: int  # replicates where a gold class vanished or TPR + TNR ≤ 1
+
+    @property
+    def clipped(self) -> bool:
+        return self.unclipped != self.estimate
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float] | None:
+    if not values.size:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def rogan_gladen_interval(
@@ -252,54 +284,76 @@ def rogan_gladen_interval(
     Resampling n items with replacement is drawn exactly as a multinomial over the four
     (gold, judge) cells, and N items as a binomial, so the cost does not grow with n or N.
     Replicates where a gold class vanishes or TPR + TNR ≤ 1 are skipped and counted.
+
+    The same resamples of the gold items give the 95% interval of Youden's J = TPR + TNR − 1
+    (over the replicates that keep both gold classes). When it reaches below ``MIN_YOUDEN``
+    the estimate is refused: the point J may look usable while the data cannot rule out a
+    judge at chance, and dividing by a J near 0 turns any p_obs into 0 or 1.
     """
     gold_pos = _as_bool(gold_pos, "gold_pos")
     judge_pos = _as_bool(judge_pos_on_gold, "judge_pos_on_gold")
     target = _as_bool(target_judge_pos, "target_judge_pos")
     if gold_pos.size != judge_pos.size:
         raise ValueError("gold_pos and judge_pos_on_gold must be aligned")
+    if n_boot < 1:
+        raise ValueError("n_boot must be at least 1: the refusal rule reads the bootstrap")
     if target.size == 0:
         raise CalibrationRefused("no target claims (judge-labelled claims without gold)")
     rates = _rates(gold_pos, judge_pos)
     p_obs = float(target.mean())
-    estimate = rogan_gladen(p_obs, rates.tpr, rates.tnr)
+    unclipped = rogan_gladen_unclipped(p_obs, rates.tpr, rates.tnr)
     n, big_n = int(gold_pos.size), int(target.size)
+    youden = float(rates.tpr + rates.tnr - 1.0)
 
-    ci95, skipped = None, 0
-    if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        cells = np.array(
-            [
-                rates.true_positives,  # gold +, judge +
-                rates.positives - rates.true_positives,  # gold +, judge −
-                rates.negatives - rates.true_negatives,  # gold −, judge +
-                rates.true_negatives,  # gold −, judge −
-            ]
+    rng = np.random.default_rng(seed)
+    cells = np.array(
+        [
+            rates.true_positives,  # gold +, judge +
+            rates.positives - rates.true_positives,  # gold +, judge −
+            rates.negatives - rates.true_negatives,  # gold −, judge +
+            rates.true_negatives,  # gold −, judge −
+        ]
+    )
+    draws = rng.multinomial(n, cells / n, size=n_boot)
+    p_star = rng.binomial(big_n, p_obs, size=n_boot) / big_n
+    pos = draws[:, 0] + draws[:, 1]
+    neg = draws[:, 2] + draws[:, 3]
+    both_classes = (pos > 0) & (neg > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr = draws[:, 0] / pos
+        tnr = draws[:, 3] / neg
+        youden_star = tpr + tnr - 1.0
+        theta = np.clip((p_star + tnr - 1.0) / youden_star, 0.0, 1.0)
+
+    youden_ci95 = _percentiles(youden_star[both_classes])
+    if youden_ci95 is None:
+        raise CalibrationRefused(
+            "no bootstrap resample of the gold items keeps both gold classes, so the "
+            "interval of TPR + TNR − 1 is unknown",
+            youden=youden,
         )
-        draws = rng.multinomial(n, cells / n, size=n_boot)
-        p_star = rng.binomial(big_n, p_obs, size=n_boot) / big_n
-        pos = draws[:, 0] + draws[:, 1]
-        neg = draws[:, 2] + draws[:, 3]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tpr = draws[:, 0] / pos
-            tnr = draws[:, 3] / neg
-            youden = tpr + tnr - 1.0
-            theta = np.clip((p_star + tnr - 1.0) / youden, 0.0, 1.0)
-        valid = (pos > 0) & (neg > 0) & (youden > 0)
-        skipped = int(n_boot - valid.sum())
-        if valid.any():
-            lo, hi = np.percentile(theta[valid], [2.5, 97.5])
-            ci95 = (float(lo), float(hi))
+    if youden_ci95[0] < MIN_YOUDEN:
+        raise CalibrationRefused(
+            f"TPR + TNR − 1 = {youden:.3f}, and its 95% bootstrap interval "
+            f"[{youden_ci95[0]:.3f}, {youden_ci95[1]:.3f}] reaches below {MIN_YOUDEN}: a judge "
+            "that close to chance gives no usable correction",
+            youden=youden,
+            youden_ci95=list(youden_ci95),
+        )
+    valid = both_classes & (youden_star > 0)
     return RoganGladenInterval(
-        estimate=estimate,
-        ci95=ci95,
+        estimate=float(np.clip(unclipped, 0.0, 1.0)),
+        unclipped=unclipped,
+        ci95=_percentiles(theta[valid]),
         p_obs=p_obs,
         tpr=float(rates.tpr),
         tnr=float(rates.tnr),
+        youden=youden,
+        youden_ci95=youden_ci95,
         n=n,
         target_n=big_n,
         n_boot=n_boot,
-        skipped=skipped,
+        skipped=int(n_boot - valid.sum()),
     )
 
 
@@ -365,16 +419,21 @@ def corrected_estimates(
         result["rogan_gladen"] = {
             "estimate": rg.estimate,
             "ci95": list(rg.ci95) if rg.ci95 is not None else None,
+            # A share the formula put outside [0, 1] is shown at the edge, and says so.
+            "clipped": rg.clipped,
+            "unclipped": rg.unclipped,
+            "youden": rg.youden,
+            "youden_ci95": list(rg.youden_ci95),
             "n_boot": rg.n_boot,
             "skipped": rg.skipped,
         }
     except CalibrationRefused as refusal:
-        result["rogan_gladen"] = {"refused": str(refusal)}
+        result["rogan_gladen"] = {"refused": str(refusal), **refusal.details}
     try:
         ppi = ppi_mean(target, judge_pos_on_gold, gold_pos)
         result["ppi"] = {"estimate": ppi.estimate, "ci95": list(ppi.ci95)}
     except CalibrationRefused as refusal:
-        result["ppi"] = {"refused": str(refusal)}
+        result["ppi"] = {"refused": str(refusal), **refusal.details}
     return result
 
 

@@ -122,6 +122,8 @@ STAGE_DEFINITIONS = {
     "pending": "not failing so far, but a claim's support is still undecided",
     "unlabelled": "has claims but not two submitted label sets yet",
 }
+# A binary project has no contradicted or insufficient claim, only unsupported ones.
+BINARY_GENERATION_STAGE = "generation: evidence in the prompt, yet a claim is unsupported"
 COMPARE_METRICS = ("recall", "reciprocal_rank", "ndcg", "faithfulness", "unsupported", "abstention")
 PASS_RULES = {
     "recall": "pass: every relevant passage in the top k (recall@k = 1); higher is better",
@@ -468,7 +470,11 @@ def evaluate(
             "failing": FAILING,
             "stage_order": list(STAGES),
             "stage_k": stage_k,
-            "stages": STAGE_DEFINITIONS,
+            "stages": (
+                {**STAGE_DEFINITIONS, "generation": BINARY_GENERATION_STAGE}
+                if schema.binary
+                else STAGE_DEFINITIONS
+            ),
             "evidence": "passages of the case's evidence entries",
             "not_eligible": "a case with no positive grade is counted apart, never scored 0",
         },
@@ -632,6 +638,7 @@ def _generation(answers: list[AnswerData], schema: LabelSchema) -> dict:
     relevance = relevance_distribution(relevance_values)
 
     known = [a for a in answers if a.unsupported is not None]
+    unknown = [a for a in answers if a.unsupported is None]
     abstention_rows = [a for a in answers if a.case.answerable or a.unsupported is not None]
     abstention = abstention_summary(
         AbstentionRow(a.case.answerable, a.abstained, bool(a.unsupported)) for a in abstention_rows
@@ -683,7 +690,10 @@ def _generation(answers: list[AnswerData], schema: LabelSchema) -> dict:
             "n": len(known),
             "unsupported": unsupported,
             "rate": unsupported / len(known) if known else None,
-            "pending": len(answers) - len(known),
+            # Unknown answers, apart: a dispute waiting for a lead is not an answer nobody
+            # has labelled twice yet.
+            "pending": sum(a.labelled for a in unknown),
+            "unlabelled": sum(not a.labelled for a in unknown),
         },
         "abstention": {
             "unanswerable": abstention.unanswerable,
@@ -1055,6 +1065,7 @@ def report_tables(report: dict) -> dict[str, Table]:
     """Every table of the report, flat, from ``evaluate``'s result."""
     variants = report["variants"]
     per_slice = [(s, name, v) for s in SLICES for name, v in variants.items()]
+    binary = report["label_schema"]["support"] == "binary"
     tables: dict[str, Table] = {}
 
     tables["retrieval"] = Table(
@@ -1078,9 +1089,12 @@ def report_tables(report: dict) -> dict[str, Table]:
         f, p, c = g["faithfulness"], g.get("citation_precision"), g.get("citation_coverage")
         r, u, var = g.get("relevance"), g["unsupported_answers"], g["generation_variance"]
         common = {"slice": s, "variant": name}
-        subtypes = [f"contradicted {f['contradicted']}", f"insufficient {f['insufficient']}"]
-        if f["unsupported"] or not (f["contradicted"] or f["insufficient"]):
-            subtypes.append(f"unsupported, subtype undecided {f['unsupported']}")
+        if binary:  # supported or unsupported: there is no subtype to decide
+            subtypes = [f"unsupported {f['unsupported']}"]
+        else:
+            subtypes = [f"contradicted {f['contradicted']}", f"insufficient {f['insufficient']}"]
+            if f["unsupported"] or not (f["contradicted"] or f["insufficient"]):
+                subtypes.append(f"unsupported, subtype undecided {f['unsupported']}")
         rows.append(
             {
                 **common,
@@ -1137,6 +1151,7 @@ def report_tables(report: dict) -> dict[str, Table]:
                 "count": u["unsupported"],
                 "n": u["n"],
                 "pending": u["pending"],
+                "unlabelled": u["unlabelled"],
                 "detail": "answers with a claim decided unsupported",
             },
         ]

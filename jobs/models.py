@@ -17,6 +17,7 @@ from django.db import models
 from django.utils import timezone
 
 from annotate.models import Project
+from jobs import progress_files
 
 # A queued job that no worker has started in this long is reported (manage.py healthcheck)
 # and may be sent again (Retry).
@@ -39,7 +40,13 @@ class JobQuerySet(models.QuerySet):
 
     def stalled(self) -> JobQuerySet:
         cutoff = timezone.now() - timedelta(seconds=settings.CLAIMDESK_JOB_STALE_SECONDS)
-        return self.filter(status=Job.Status.RUNNING, heartbeat_at__lt=cutoff)
+        quiet = self.filter(status=Job.Status.RUNNING, heartbeat_at__lt=cutoff)
+        if progress_files.folder(self.db) is None:
+            return quiet
+        # On SQLite a running job's row keeps its claim's heartbeat: each of these few is read
+        # with its live one (Job.from_db) and kept only if that is old too.
+        beating = [job.pk for job in quiet if not job.stalled]
+        return quiet.exclude(pk__in=beating)
 
 
 class Job(models.Model):
@@ -110,6 +117,23 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.pk} ({self.status})"
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        """A running job as its row says, with the heartbeat and progress its worker keeps
+        beside an SQLite database while the import holds the write lock (jobs.progress_files):
+        every reader -- the job page, the API, a retry, the staleness checks -- sees them."""
+        job = super().from_db(db, field_names, values)
+        if job.get_deferred_fields() or job.status != cls.Status.RUNNING:
+            return job
+        beat = progress_files.read(job.pk, attempt=job.attempt, using=db)
+        if beat is not None and (
+            job.heartbeat_at is None or beat["heartbeat_at"] > job.heartbeat_at
+        ):
+            job.heartbeat_at = beat["heartbeat_at"]
+            for name in progress_files.LIVE_FIELDS:
+                setattr(job, name, beat[name])
+        return job
 
     @property
     def is_import(self) -> bool:

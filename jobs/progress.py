@@ -1,10 +1,12 @@
 """How far a running job has got, and the heartbeat that says its worker is alive.
 
 The work updates a Progress in memory (a counter per line read, a stage per step written);
-a thread writes it to the job's row twice a second on a connection of its own. The import
-itself runs in one long transaction, so nothing it writes is visible until it commits:
-progress has to travel outside it, and a worker killed mid-import leaves a heartbeat that
-stops ageing -- which is how a lost worker is told from a slow one (Job.stalled).
+a thread writes it twice a second, on PostgreSQL to the job's row on a connection of its own,
+on SQLite to a file beside the database (jobs.progress_files: there the import's write lock
+would hold the row until it commits). The import itself runs in one long transaction, so
+nothing it writes is visible until it commits: progress has to travel outside it, and a
+worker killed mid-import leaves a heartbeat that stops ageing -- which is how a lost worker
+is told from a slow one (Job.stalled).
 
 With CLAIMDESK_TASKS=immediate the job runs inside the request that asked for it: nobody can
 poll it, and no thread is started.
@@ -19,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from jobs import progress_files
 from jobs.models import Job
 
 logger = logging.getLogger(__name__)
@@ -28,10 +31,15 @@ HEARTBEAT_SECONDS = 0.5
 WRITE_STEPS = ("passages", "cases", "answers", "retrieved passages", "claims", "citations")
 
 
+def first_stage(job: Job) -> str:
+    """What a job does first: the stage its claim records, before the first beat."""
+    return "reading" if job.is_import else "writing"
+
+
 class Progress:
     def __init__(self, job: Job, *, heartbeat: bool):
         self.job = job
-        self.stage = "reading" if job.is_import else "writing"
+        self.stage = first_stage(job)
         self.lines_total = job.lines_total
         self.lines_read = 0
         self.rows_total = job.rows_total
@@ -88,12 +96,20 @@ class Progress:
             connection.close()  # this thread's own connection
 
     def flush(self) -> None:
+        now = timezone.now()
+        # On SQLite, beside the database: the import's write lock holds the row until it
+        # commits (jobs.progress_files says why and how readers find it).
+        if progress_files.write(
+            self.job.pk, attempt=self.job.attempt, at=now, fields=self.fields()
+        ):
+            return
         try:
             # Only while this attempt still owns the job: a retry may have taken it over.
             Job.objects.filter(
                 pk=self.job.pk, attempt=self.job.attempt, status=Job.Status.RUNNING
-            ).update(heartbeat_at=timezone.now(), **self.fields())
+            ).update(heartbeat_at=now, **self.fields())
         except DatabaseError:
-            # SQLite lets one writer in at a time, and an import holds it while it writes:
-            # the next beat tries again. PostgreSQL never gets here in normal running.
+            # An SQLite database whose folder cannot take the file: the import holds the one
+            # write lock, and the next beat tries again. PostgreSQL never gets here in normal
+            # running.
             logger.debug("heartbeat of job %s not written", self.job.pk, exc_info=True)

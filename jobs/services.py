@@ -27,10 +27,11 @@ from django.utils import timezone
 from annotate import collector
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
+from annotate.schema import LabelSchema
 from annotate.services import DeletionsNotConfirmed, ServiceError
 from jobs import framework
 from jobs.models import Job
-from jobs.progress import Progress
+from jobs.progress import Progress, first_stage
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +261,8 @@ def _claim(job_id: str) -> Job | None:
         job.status = Job.Status.RUNNING
         job.attempt += 1
         job.started_at = job.heartbeat_at = now
+        # Until the first beat: the page read "writing: 0 rows written ()" of a job just taken.
+        job.stage = first_stage(job)
         job.worker = f"{socket.gethostname()}:{os.getpid()}"[:120]
         job.save()
     return job
@@ -339,8 +342,18 @@ def _import_result(result) -> dict:
             for kind, counter in result.counts.items()
         },
         "proposed_claims": result.proposed_claims,
+        "label_schema_change": _schema_change(result.label_schema_change),
         "summary": result.summary(),
     }
+
+
+def _schema_change(change) -> dict | None:
+    """A label schema the import set, as {"from", "to"} (the default "from" for a new
+    project), or None when it stayed as it was."""
+    if change is None:
+        return None
+    before, after = change
+    return {"from": before.as_dict(), "to": after.as_dict()}
 
 
 def _done_import(job: Job, progress: Progress, result: dict, project: Project) -> None:
@@ -380,6 +393,8 @@ def _ragas_import(job: Job, progress: Progress) -> None:
     from annotate import services as annotate_services
 
     p = job.params
+    # Checked when the upload was accepted; stored as its JSON form.
+    schema = LabelSchema.parse(p["label_schema"]) if p.get("label_schema") else None
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
             result = annotate_services.import_ragas_new_project(
@@ -388,6 +403,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 slug=job.project_slug,
                 name=p.get("name") or None,
                 user=job.created_by,
+                label_schema=schema,
                 reimport=p.get("reimport", True),
                 progress=progress.step,
             )
@@ -396,6 +412,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 lines=lines,
                 project_slug=job.project_slug,
                 variant=p["variant"],
+                label_schema=schema,
                 replace=p.get("replace", False),
                 confirm_deletions=p.get("confirm_deletions", False),
                 progress=progress.step,

@@ -104,12 +104,13 @@
     showRequiredWhen();
   });
 
-  // A field marked data-required-when="format=ragas" (the variant of a Ragas dataset) is shown
-  // only while that choice is made. Without JavaScript it is always shown, and the server
-  // still decides whether it is needed.
+  // A field marked data-required-when="format=ragas" (the variant of a Ragas dataset) or
+  // data-shown-when (its optional label schema) is shown only while that choice is made.
+  // Without JavaScript it is always shown, and the server still decides what it needs.
   function showRequiredWhen() {
-    document.querySelectorAll("form[data-upload] [data-required-when]").forEach((box) => {
-      const [name, value] = box.dataset.requiredWhen.split("=");
+    const boxes = "form[data-upload] [data-required-when], form[data-upload] [data-shown-when]";
+    document.querySelectorAll(boxes).forEach((box) => {
+      const [name, value] = (box.dataset.requiredWhen || box.dataset.shownWhen).split("=");
       const chosen = box.closest("form").querySelector(`input[name="${name}"]:checked`);
       box.hidden = !chosen || chosen.value !== value;
     });

@@ -24,7 +24,7 @@ from annotate.models import (
 )
 from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
 from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
-from annotate.schema import SCALES, LabelSchema
+from annotate.schema import SCALES, LabelSchema, SchemaInvalid
 from annotate.services import SLUG_ERRORS
 
 MAX_QUOTE = 2000
@@ -166,9 +166,34 @@ class FormatSerializer(serializers.Serializer):
         help_text="With format=ragas (required then): the system that wrote the responses.",
     )
 
+    label_schema = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="With format=ragas (optional): the project's label schema as JSON text, "
+        'checked as a bundle header\'s label_schema, e.g. `{"support": "binary", '
+        '"claim_fields": [], "answer_fields": []}`. Refused once labelling is open unless it '
+        "is the project's. A bundle gives its schema in its header line.",
+    )
+
+    def validate_label_schema(self, value: str) -> LabelSchema | None:
+        if not value.strip():
+            return None
+        try:
+            return LabelSchema.from_json(value)
+        except SchemaInvalid as exc:
+            raise serializers.ValidationError(exc.problems) from exc
+
     def validate(self, data):
         if data.get("format") == "ragas" and not data.get("variant", "").strip():
             raise serializers.ValidationError({"variant": ["Required with format=ragas."]})
+        if data.get("label_schema") is not None and data.get("format") != "ragas":
+            raise serializers.ValidationError(
+                {
+                    "label_schema": [
+                        "Only with format=ragas: a bundle gives its label_schema in its header."
+                    ]
+                }
+            )
         return data
 
 

@@ -22,6 +22,7 @@ from django.core import signals
 from django.core.files import File
 from django.http import StreamingHttpResponse
 from django.utils.log import log_response
+from django.utils.text import capfirst
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -405,16 +406,17 @@ class ProjectList(ListView, APIView):
     @extend_schema(
         tags=["projects"],
         summary="Create a project from a bundle or a Ragas dataset; you become its lead",
-        description="A multipart upload (`slug`, `name`, `file`, `format`, `variant`), or the "
-        "bundle itself as the body (`application/x-ndjson`) with `slug` and `name` in the query "
-        "string. With `format=ragas` the file is a Ragas evaluation dataset (JSONL or CSV), "
-        "imported as the answers of `variant`. The file is stored and imported by a worker: "
-        "the answer is 202 with the job to poll (`url`, and the Location header). The import "
-        "is all or nothing: a refused file ends the job `failed` with every problem by line (a "
-        "CSV's by row) in `errors`; a slug you may not use is refused at once with 400. "
-        "Creating a project is for staff and users with the `annotate.add_project` "
-        "permission (403 for others, unless `CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS` is on); "
-        "re-importing into a project you lead needs no permission.",
+        description="A multipart upload (`slug`, `name`, `file`, `format`, `variant`, "
+        "`label_schema`), or the bundle itself as the body (`application/x-ndjson`) with `slug` "
+        "and `name` in the query string. With `format=ragas` the file is a Ragas evaluation "
+        "dataset (JSONL or CSV), imported as the answers of `variant`, and `label_schema` (JSON "
+        "text, optional) sets the project's label schema. The file is stored and imported by a "
+        "worker: the answer is 202 with the job to poll (`url`, and the Location header). The "
+        "import is all or nothing: a refused file ends the job `failed` with every problem by line "
+        "(a CSV's by row) in `errors`; a slug you may not use is refused at once with 400. "
+        "Creating a project is for staff and users with the `annotate.add_project` permission (403 "
+        "for others, unless `CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS` is on); re-importing into a "
+        "project you lead needs no permission.",
         request={
             "multipart/form-data": s.ProjectCreateSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -437,7 +439,7 @@ class ProjectList(ListView, APIView):
             raise PermissionDenied(str(exc)) from exc
         except ServiceError as exc:
             raise ValidationError({"slug": [str(exc)]}) from exc
-        ragas = data.get("format") == "ragas"
+        ragas, schema = data.get("format") == "ragas", data.get("label_schema")
         return start_import(
             kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
             user=request.user,
@@ -446,6 +448,7 @@ class ProjectList(ListView, APIView):
             params={
                 "name": data.get("name") or None,
                 "variant": data.get("variant") if ragas else None,
+                "label_schema": schema.as_dict() if schema else None,
                 "reimport": True,
             },
         )
@@ -503,14 +506,17 @@ class Bundle(LeadView):
     @extend_schema(
         tags=["projects"],
         summary="Import a bundle, or a Ragas dataset, into the project",
-        description="A multipart upload (`file`, `replace`, `format`, `variant`), or the bundle "
-        "itself as the body (`application/x-ndjson`, `?replace=true`). With `format=ragas` the "
-        "file is a Ragas evaluation dataset (JSONL or CSV), imported as the answers of "
-        "`variant`. Imported by a worker: 202 and the job to poll. All or nothing (a refused "
-        "file ends the job `failed` with every problem by line); re-importing the same file "
-        "is idempotent. A `replace` that would delete answers, claims or judge verdicts ends "
-        "the job `failed` with `result.deletions` listing them, unless `confirm_deletions`; "
-        "the file is kept: POST `jobs/{id}/retry/` with `confirm_deletions: true` to go on.",
+        description="A multipart upload (`file`, `replace`, `format`, `variant`, `label_schema`), "
+        "or the bundle itself as the body (`application/x-ndjson`, `?replace=true`). With "
+        "`format=ragas` the file is a Ragas evaluation dataset (JSONL or CSV), imported as the "
+        "answers of `variant`; `label_schema` (JSON text, optional) sets the project's label "
+        "schema, and is refused with 400 once labelling is open unless it is the project's. A "
+        "schema the import changes is said in the job's `result` (`label_schema_change`, "
+        "`summary`). Imported by a worker: 202 and the job to poll. All or nothing (a refused file "
+        "ends the job `failed` with every problem by line); re-importing the same file is "
+        "idempotent. A `replace` that would delete answers, claims or judge verdicts ends the job "
+        "`failed` with `result.deletions` listing them, unless `confirm_deletions`; the file is "
+        "kept: POST `jobs/{id}/retry/` with `confirm_deletions: true` to go on.",
         request={
             "multipart/form-data": s.BundleUploadSerializer,
             "application/x-ndjson": OpenApiTypes.BINARY,
@@ -527,7 +533,11 @@ class Bundle(LeadView):
         options = query(s.ReplaceQuerySerializer, request)  # checked whatever the body
         upload, data = upload_file(request, s.BundleUploadSerializer)
         data = data or options
-        ragas = data.get("format") == "ragas"
+        ragas, schema = data.get("format") == "ragas", data.get("label_schema")
+        # Said at once, before the upload waits for a worker (which checks again).
+        problem = services.label_schema_problem(project=self.project, schema=schema)
+        if problem:
+            raise ValidationError({"label_schema": [capfirst(problem)]})
         return start_import(
             kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
             user=request.user,
@@ -538,6 +548,7 @@ class Bundle(LeadView):
                 "replace": data["replace"],
                 "confirm_deletions": data.get("confirm_deletions", False),
                 "variant": data.get("variant") if ragas else None,
+                "label_schema": schema.as_dict() if schema else None,
             },
         )
 

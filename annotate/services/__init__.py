@@ -3,7 +3,8 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 One module per capability:
 - imports: bundles into projects (import_bundle, import_new_project)
-- ragas: Ragas evaluation datasets into projects, as bundles (import_ragas)
+- ragas: Ragas evaluation datasets into projects, as bundles (import_ragas,
+  label_schema_problem)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
   change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
@@ -74,7 +75,12 @@ from annotate.services.projects import (
     update_guidelines,
 )
 from annotate.services.queue import next_task, release_abandoned, release_task
-from annotate.services.ragas import RagasImportResult, import_ragas, import_ragas_new_project
+from annotate.services.ragas import (
+    RagasImportResult,
+    import_ragas,
+    import_ragas_new_project,
+    label_schema_problem,
+)
 
 __all__ = [
     "ADDED_MEMBER",
@@ -115,6 +121,7 @@ __all__ = [
     "import_new_project",
     "import_ragas",
     "import_ragas_new_project",
+    "label_schema_problem",
     "label_snapshot",
     "next_task",
     "open_labelling",

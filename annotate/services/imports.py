@@ -53,6 +53,9 @@ class ImportResult:
     proposed_claims: int = 0
     # (answer_id, {field: {"old", "new"}}, whether it was labelled) of each correction
     corrections: list[tuple[str, dict, bool]] = field(default_factory=list)
+    # (before, after) when the import set the project's label schema to another one (a new
+    # project's "before" is the default): which labels are accepted changed with it.
+    label_schema_change: tuple[LabelSchema, LabelSchema] | None = None
 
     def summary(self) -> str:
         parts = []
@@ -60,6 +63,13 @@ class ImportResult:
             counter = self.counts.get(kind, Counter())
             detail = ", ".join(f"{n} {state}" for state, n in sorted(counter.items()) if n)
             parts.append(f"{kind}s: {detail or 'none'}")
+        if self.label_schema_change:
+            before, after = self.label_schema_change
+            parts.append(
+                f"label schema: {after.describe()}"
+                if self.created_project
+                else f"label schema changed: {after.changes_from(before)}"
+            )
         return "; ".join(parts)
 
 
@@ -147,6 +157,7 @@ def import_bundle(
             raise DeletionsNotConfirmed(deletions)
     with transaction.atomic():
         created_project = project is None
+        schema_before = LabelSchema()
         if project is None:
             project = Project.objects.create(
                 slug=project_slug,
@@ -158,13 +169,32 @@ def import_bundle(
             state_read = project.state
             project = Project.objects.select_for_update().get(pk=project.pk)
             _still_as_planned(project, state_read, existing, plan)
+            schema_before = project.schema
             if bundle.label_schema is not None and bundle.label_schema != project.schema:
                 project.label_schema = bundle.label_schema.as_dict()
                 project.save(update_fields=["label_schema"])
         result = ImportResult(project=project, created_project=created_project)
+        if bundle.label_schema is not None and bundle.label_schema != schema_before:
+            result.label_schema_change = (schema_before, bundle.label_schema)
         _write(project, bundle, existing, plan, result, progress)
+        result.counts["claim"]["unchanged"] = _claims_kept(bundle, existing, plan)
         _maintain(result)
     return result
+
+
+def _claims_kept(bundle: Bundle, existing, plan) -> int:
+    """The claims of the file's answers that the project held and keeps (unchanged or
+    corrected in place), so that a re-import says 'claims: 120 unchanged', not 'none'."""
+    replaced = {record.answer_id for record in plan.changed["answer"]}
+    pks = sorted(
+        existing["answer"][answer_id][0]
+        for answer_id in bundle.answers
+        if answer_id in existing["answer"] and answer_id not in replaced
+    )
+    return sum(
+        Claim.objects.filter(answer_id__among=pks[start : start + 500]).count()
+        for start in range(0, len(pks), 500)  # SQLite caps the parameters of one query
+    )
 
 
 def _still_as_planned(project: Project, state_read: str, existing: dict, plan) -> None:

@@ -12,6 +12,7 @@ from django.db import transaction
 from annotate import ragas
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import Project
+from annotate.schema import LabelSchema
 from annotate.services.imports import ImportResult, import_as_new_project, import_bundle
 
 
@@ -27,25 +28,39 @@ def import_ragas(
     project_slug: str,
     variant: str,
     name: str | None = None,
+    label_schema: LabelSchema | None = None,
     replace: bool = False,
     confirm_deletions: bool | list[str] = False,
     progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
     """Import a Ragas dataset (JSONL or CSV) as the answers of `variant`, creating the project
     if needed. All or nothing: raises BundleInvalid with every problem, numbered by the
-    dataset's own lines (JSONL) or rows (CSV), and writes nothing."""
+    dataset's own lines (JSONL) or rows (CSV), and writes nothing.
+
+    `label_schema`, when given, becomes the project's, as a bundle header's would (a Ragas
+    file has no header to carry one); refused once labelling is open unless it is the
+    project's own."""
     problem = ragas.check_variant(variant)
     if problem:
         raise BundleInvalid([BundleError(0, problem)])
-    dataset = ragas.read_dataset(lines)
     project = Project.objects.filter(slug=project_slug).first()
+    problem = label_schema_problem(project=project, schema=label_schema)
+    if problem:
+        raise BundleInvalid([BundleError(0, problem)])
+    dataset = ragas.read_dataset(lines)
+    if project is None:
+        corpus_version = dataset.corpus_version()
+    else:  # a header only to carry the schema: it must name the project's corpus
+        corpus_version = project.corpus_version if label_schema is not None else None
     conversion = ragas.to_bundle(
         dataset,
         variant=variant,
-        corpus_version=None if project else dataset.corpus_version(),
+        corpus_version=corpus_version,
+        label_schema=label_schema.as_dict() if label_schema is not None else None,
         known_passages=dict(project.passages.values_list("passage_id", "text")) if project else {},
         known_cases=set(project.cases.values_list("case_id", flat=True)) if project else set(),
     )
+    variant_held = project is not None and project.variants.filter(name=variant).exists()
     if project is not None and not project.is_draft:
         _refuse_new_answers(project, conversion)
     try:
@@ -59,10 +74,29 @@ def import_ragas(
         )
     except BundleInvalid as exc:
         raise conversion.errors_in_dataset(exc) from exc
+    # What the file names that the project already held as it is: no bundle line was made
+    # for it, so the bundle import did not count it.
+    for kind, n in conversion.held.items():
+        result.counts[kind]["unchanged"] += n
+    if variant_held:
+        result.counts["variant"]["unchanged"] += 1
     return RagasImportResult(
         **{f.name: getattr(result, f.name) for f in fields(ImportResult)},
         samples=len(dataset.rows),
         passed_over=dataset.passed_over,
+    )
+
+
+def label_schema_problem(*, project: Project | None, schema: LabelSchema | None) -> str | None:
+    """Why `schema` cannot be given to an import into `project`, or None: a project's schema
+    is locked once labelling opens (labels exist under it). Checked when an upload is
+    accepted, to say so on its field at once, and again by the import."""
+    if project is None or schema is None or project.is_draft or schema == project.schema:
+        return None
+    return (
+        f"the label schema given ({schema.describe()}) differs from the project's "
+        f"({project.schema.describe()}), which is locked once labelling opens: give the "
+        "project's schema, or none"
     )
 
 
@@ -93,6 +127,7 @@ def import_ragas_new_project(
     slug: str,
     name: str | None,
     user,
+    label_schema: LabelSchema | None = None,
     reimport: bool = True,
     progress: Callable[[str, int], None] | None = None,
 ) -> RagasImportResult:
@@ -102,6 +137,11 @@ def import_ragas_new_project(
         user=user,
         reimport=reimport,
         load=lambda: import_ragas(
-            lines=lines, project_slug=slug, variant=variant, name=name, progress=progress
+            lines=lines,
+            project_slug=slug,
+            variant=variant,
+            name=name,
+            label_schema=label_schema,
+            progress=progress,
         ),
     )

@@ -16,6 +16,16 @@ def get_item(mapping, key):
     return mapping.get(key)
 
 
+@register.filter
+def p_value(value) -> str:
+    """'p = 0.031', 'p = 7e-05': a p-value with the digits it has, never 'p = 0.000' for one
+    that is merely small; one that underflowed to 0 is 'p < 1e-300'."""
+    p = float(value)
+    if p <= 0.0:
+        return "p < 1e-300"
+    return f"p = {p:.3f}" if p >= 0.01 else f"p = {p:.2g}"
+
+
 @register.simple_tag
 def max_upload_bytes() -> int:
     """For data-max-bytes on an upload form: static/upload.js refuses a larger file before

@@ -7,13 +7,26 @@ import io
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotate.bundles import BundleInvalid
 from annotate.exports import bundle_rows
-from annotate.models import Answer, Case, Citation, Claim, Judgment, Passage, Project, Variant
+from annotate.models import (
+    Answer,
+    Case,
+    Citation,
+    Claim,
+    Judgment,
+    Membership,
+    Passage,
+    Project,
+    Role,
+    Variant,
+)
 from annotate.services import import_bundle
+from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES
 
 SMALL = (FIXTURES / "small.jsonl").read_text().splitlines()
@@ -308,6 +321,23 @@ def test_reimporting_the_same_bundle_is_idempotent():
 
 
 @pytest.mark.django_db
+def test_a_reimport_counts_the_claims_it_keeps_as_unchanged_not_none():
+    import_bundle(lines=SMALL, project_slug="t")
+    claims = Claim.objects.count()
+    result = import_bundle(lines=SMALL, project_slug="t")
+    assert claims > 0 and result.counts["claim"]["unchanged"] == claims
+    assert f"claims: {claims} unchanged" in result.summary()
+    # Claims of answers the file does not name are not this import's to count.
+    part = import_bundle(lines=SMALL[:11], project_slug="t")  # not batch-premise/baseline
+    named = Claim.objects.filter(answer__answer_id__in=_answer_ids(SMALL[:11])).count()
+    assert part.counts["claim"]["unchanged"] == named < claims
+
+
+def _answer_ids(lines) -> list[str]:
+    return [obj["answer_id"] for obj in map(json.loads, lines) if obj.get("type") == "answer"]
+
+
+@pytest.mark.django_db
 def test_changed_content_is_an_error_unless_replace_is_asked_for():
     import_bundle(lines=SMALL, project_slug="t")
     changed = lines_of(edit={4: {"text": "Assignment 2 is worth 25% of the grade."}})
@@ -420,6 +450,67 @@ def test_label_schema_may_change_in_draft_and_is_locked_once_labelling_opens():
     assert project.label_schema == BINARY_SCHEMA
     # the same schema again is no change, so it imports
     import_bundle(lines=binary, project_slug="t")
+
+
+@pytest.mark.django_db
+def test_an_import_that_changes_the_label_schema_says_so_in_its_result(tmp_path):
+    """Labels that the old schema accepted may now be refused (or the other way round): an
+    import that changes the schema says what changed, never silently."""
+    plain = import_bundle(lines=SMALL, project_slug="t")
+    assert plain.label_schema_change is None and "label schema" not in plain.summary()
+
+    binary = tmp_path / "binary.jsonl"
+    binary.write_text("\n".join(lines_of(edit={1: {"label_schema": BINARY_SCHEMA}})) + "\n")
+    out = io.StringIO()
+    call_command("import_bundle", str(binary), "--project", "t", stdout=out)
+    first_line = out.getvalue().splitlines()[0]
+    assert first_line.endswith(
+        "label schema changed: support three_way → binary; claim fields severity, "
+        "requires_evidence, evidence, citations → none; answer fields relevance, abstention, "
+        "failure_labels → none"
+    )
+    assert Project.objects.get(slug="t").schema.binary
+
+    again = import_bundle(lines=binary.read_text().splitlines(), project_slug="t")
+    assert again.label_schema_change is None  # the same schema: no change to speak of
+
+    new = import_bundle(lines=binary.read_text().splitlines(), project_slug="n")
+    assert new.summary().endswith(
+        "label schema: support (binary); other claim fields: none; answer fields: none"
+    )
+
+
+@pytest.mark.django_db
+def test_an_uploaded_bundle_that_changes_the_label_schema_says_so_on_the_page_and_the_api(
+    client, lead
+):
+    project = import_bundle(lines=SMALL, project_slug="t").project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    binary = "\n".join(lines_of(edit={1: {"label_schema": BINARY_SCHEMA}})).encode()
+    client.force_login(lead)
+    page = client.post("/p/t/upload/", {"file": SimpleUploadedFile("b.jsonl", binary)}, follow=True)
+    said = " ".join(str(m) for m in page.context["messages"])
+    assert "label schema changed: support three_way → binary;" in said
+
+    api = token_client(lead)
+    three_way = "\n".join(lines_of(edit={1: {"label_schema": {"support": "three_way"}}}))
+    job = finished_job(
+        api,
+        api.post(
+            f"{API}/projects/t/bundle/",
+            {"file": SimpleUploadedFile("t.jsonl", three_way.encode())},
+            format="multipart",
+        ),
+    )
+    assert job["result"]["label_schema_change"] == {
+        "from": BINARY_SCHEMA,
+        "to": {
+            "support": "three_way",
+            "claim_fields": ["severity", "requires_evidence", "evidence", "citations"],
+            "answer_fields": ["relevance", "abstention", "failure_labels"],
+        },
+    }
+    assert "label schema changed: support binary → three_way;" in job["result"]["summary"]
 
 
 @pytest.mark.django_db

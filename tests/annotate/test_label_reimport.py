@@ -51,11 +51,11 @@ def test_other_labels_for_a_held_answer_are_refused_by_line(labelled):
 @pytest.mark.parametrize(
     "change, problem",
     [
-        ({"colour": "red"}, "unknown field 'colour'"),
-        ({"note": 5}, "'note' must be a string"),
-        ({"relevance": "2"}, "'relevance' must be 0, 1 or 2"),
-        ({"claims.0": {"confidence": 0.9}}, "claims[0]: unknown field 'confidence'"),
-        ({"claims.0": {"requires_evidence": "yes"}}, "must be true or false"),
+        ({"colour": "red"}, "colour"),
+        ({"note": 5}, "note"),
+        ({"relevance": "2"}, "relevance"),
+        ({"claims.0": {"confidence": 0.9}}, "confidence"),
+        ({"claims.0": {"requires_evidence": "yes"}}, "requires_evidence"),
     ],
 )
 def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled, change, problem):

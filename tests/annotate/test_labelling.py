@@ -606,8 +606,8 @@ def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupport
     with pytest.raises(BundleInvalid) as caught:
         import_labels(lines=[json.dumps(line)], project=open_team)
     assert [str(e) for e in caught.value.errors] == [
-        "line 1: claims[0].support: Say which kind of unsupported: contradicted or "
-        "insufficient evidence."
+        'line 1: claims[0].support must be "supported", "contradicted" or '
+        '"insufficient_evidence", got "unsupported": say which kind'
     ]
     assert Assignment.objects.count() == before
 

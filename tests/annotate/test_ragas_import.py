@@ -18,12 +18,16 @@ from django.urls import reverse
 from annotate import ragas
 from annotate.bundles import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
-from annotate.services import import_ragas, open_labelling
+from annotate.schema import LabelSchema
+from annotate.services import add_member, import_ragas, open_labelling
 from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES, may_create_projects
 
 RAGAS = FIXTURES / "ragas"
 DEADLINE = "When is Assignment 2 due, and are late submissions allowed?"
+# baseline.jsonl asks DEADLINE on lines 1 and 3 with other contexts: two cases.
+DEADLINE_FIRST = ragas.case_id_for(DEADLINE, ["notes-17", "notes-18"])
+DEADLINE_AGAIN = ragas.case_id_for(DEADLINE, ["notes-17"])
 
 
 def rows(*samples: dict) -> list[str]:
@@ -65,8 +69,9 @@ def test_a_ragas_dataset_arrives_as_passages_cases_answers_and_proposed_claims()
         "notes-17",
         "notes-18",
     ]
-    deadline = Case.objects.get(project=project, question=DEADLINE)
-    assert deadline.case_id == ragas.case_id_for(DEADLINE)
+    # The file asks the deadline question twice with other contexts: its first row's case.
+    deadline = Case.objects.get(project=project, case_id=DEADLINE_FIRST)
+    assert deadline.question == DEADLINE
     assert (deadline.answerable, deadline.adversarial) == (True, False)
     assert deadline.reference.startswith("Assignment 2 is due on 14 March;")
     assert deadline.required_facts == [] and not deadline.evidence.exists()
@@ -85,13 +90,70 @@ def test_a_ragas_dataset_arrives_as_passages_cases_answers_and_proposed_claims()
 
 
 @pytest.mark.django_db
-def test_the_same_question_answered_twice_by_a_variant_is_samples_0_and_1():
+def test_the_same_question_and_contexts_answered_twice_by_a_variant_is_samples_0_and_1():
+    contexts = {"retrieved_contexts": ["Due 14 March."], "retrieved_context_ids": ["n17"]}
+    import_ragas(
+        lines=rows(
+            sample(DEADLINE, "On 14 March.", **contexts),
+            sample("Other?", retrieved_contexts=["Due 14 March."], retrieved_context_ids=["n17"]),
+            sample(DEADLINE, "14 March, I think.", **contexts),
+        ),
+        project_slug="rg",
+        variant="baseline",
+    )
+
+    case = Case.objects.get(question=DEADLINE)
+    assert case.case_id == ragas.case_id_for(DEADLINE)  # named by its question alone
+    assert [(a.sample, a.answer_id, a.text) for a in case.answers.order_by("sample")] == [
+        (0, f"{case.case_id}/baseline", "On 14 March."),
+        (1, f"{case.case_id}/baseline/1", "14 March, I think."),
+    ]
+
+
+@pytest.mark.django_db
+def test_one_instruction_over_fifty_sources_is_fifty_cases_not_fifty_samples():
+    """A summarisation set: one user_input, 50 different contexts. Merged into one case, its
+    50 summaries read as 50 samples of one generation, and `evaluate` reported a generation
+    variance of 1.000; each source is a case of its own."""
+    instruction = "Summarise the document in one sentence."
+    lines = rows(
+        *(
+            sample(instruction, f"Summary {i}.", retrieved_contexts=[f"Document {i} says {i}."])
+            for i in range(50)
+        )
+    )
+    result = import_ragas(lines=lines, project_slug="rg", variant="baseline")
+
+    assert result.counts["case"]["created"] == 50 and Case.objects.count() == 50
+    assert set(Case.objects.values_list("question", flat=True)) == {instruction}
+    assert set(Answer.objects.values_list("sample", flat=True)) == {0}
+    assert all(case.answers.count() == 1 for case in Case.objects.all())
+    ids = set(Case.objects.values_list("case_id", flat=True))
+    assert ids == {
+        ragas.case_id_for(instruction, [ragas.passage_id_for(f"Document {i} says {i}.")])
+        for i in range(50)
+    }
+
+    again = import_ragas(lines=lines, project_slug="rg", variant="baseline")
+    assert set(Case.objects.values_list("case_id", flat=True)) == ids  # deterministic
+    assert again.counts["case"]["unchanged"] == 50 and again.counts["answer"]["unchanged"] == 50
+    assert Answer.objects.count() == 50
+
+
+@pytest.mark.django_db
+def test_the_same_question_with_other_contexts_in_one_file_is_a_case_of_its_own():
+    """baseline.jsonl asks the deadline question twice, with other retrieved contexts: two
+    cases of one answer each, not two samples of one case."""
     import_ragas(lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline")
 
-    answers = Answer.objects.filter(case__question=DEADLINE).order_by("sample")
-    assert [(a.sample, a.answer_id) for a in answers] == [
-        (0, f"{ragas.case_id_for(DEADLINE)}/baseline"),
-        (1, f"{ragas.case_id_for(DEADLINE)}/baseline/1"),
+    deadline = Case.objects.filter(question=DEADLINE).order_by("case_id")
+    assert sorted(c.case_id for c in deadline) == sorted([DEADLINE_FIRST, DEADLINE_AGAIN])
+    assert [
+        (a.case.case_id, a.sample, a.answer_id)
+        for a in Answer.objects.filter(case__question=DEADLINE).order_by("text")
+    ] == [
+        (DEADLINE_AGAIN, 0, f"{DEADLINE_AGAIN}/baseline"),
+        (DEADLINE_FIRST, 0, f"{DEADLINE_FIRST}/baseline"),
     ]
 
 
@@ -126,14 +188,27 @@ def test_reimporting_changes_nothing_and_a_second_variant_adds_answers_to_the_sa
         lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
     )
     assert {m: m.objects.count() for m in before} == before
-    assert again.summary().startswith("variants: none; passages: none; cases: 3 unchanged")
+    assert again.summary() == (
+        "variants: 1 unchanged; passages: 3 unchanged; cases: 4 unchanged; answers: 4 "
+        f"unchanged; claims: {before[Claim]} unchanged; judgments: none"
+    )
 
     verifier = import_ragas(
         lines=io.BytesIO(read("verifier.jsonl")), project_slug="rg", variant="verifier"
     )
     assert verifier.counts["answer"]["created"] == 3
-    assert verifier.counts["case"] == {"unchanged": 3, "created": 0, "replaced": 0}
-    assert Passage.objects.count() == before[Passage] and Case.objects.count() == before[Case]
+    # Each question the verifier asks once: the learning-rate and batch-size cases are the
+    # baseline's (the batch question with other contexts: a retrieval that differs); the
+    # deadline question, which the baseline asked with two sets of contexts, is a new case.
+    assert verifier.counts["case"] == {"unchanged": 2, "created": 1, "replaced": 0}
+    assert set(
+        Answer.objects.filter(variant__name="verifier").values_list("case__case_id", flat=True)
+    ) == {
+        ragas.case_id_for(DEADLINE),
+        ragas.case_id_for("What learning rate does the lab use?"),
+        ragas.case_id_for("Why does the lab require batch size 64?"),
+    }
+    assert Passage.objects.count() == before[Passage] and Case.objects.count() == before[Case] + 1
     assert set(Variant.objects.values_list("name", flat=True)) == {"baseline", "verifier"}
 
 
@@ -281,12 +356,22 @@ def test_a_csv_header_without_the_columns_is_one_problem_not_one_per_row():
 
 
 @pytest.mark.django_db
-def test_one_question_with_two_references_is_refused_on_the_second():
+def test_one_case_with_two_references_is_refused_on_the_second():
     errors = errors_for(rows(sample("Q?", reference="A."), sample("Q?", reference="B.")))
     assert errors == [
-        "line 2: column 'reference' differs from line 1's for the same user_input; a question "
-        "has one reference answer"
+        "line 2: column 'reference' differs from line 1's for the same user_input and "
+        "retrieved_contexts; a case has one reference answer"
     ]
+    # Other contexts: another case, with its own reference.
+    import_ragas(
+        lines=rows(
+            sample("Q?", reference="A.", retrieved_contexts=["One."]),
+            sample("Q?", reference="B.", retrieved_contexts=["Two."]),
+        ),
+        project_slug="rg",
+        variant="v",
+    )
+    assert sorted(Case.objects.values_list("reference", flat=True)) == ["A.", "B."]
 
 
 @pytest.mark.django_db
@@ -352,6 +437,145 @@ def test_new_answers_are_refused_once_labelling_is_open_but_a_reimport_is_a_no_o
     ]
 
 
+# --- The label schema ------------------------------------------------------------------------
+
+BINARY = '{"support": "binary", "claim_fields": [], "answer_fields": []}'
+
+
+def summaries(n: int = 50) -> list[str]:
+    """One instruction over n sources: the summarisation set of issue #30."""
+    return rows(
+        *(
+            sample(
+                "Summarise the document in one sentence.",
+                f"Document {i} is about topic {i}.",
+                retrieved_contexts=[f"Document {i} discusses topic {i} at length."],
+            )
+            for i in range(n)
+        )
+    )
+
+
+def binary_labels(project, reviewers=("alice", "bob")) -> str:
+    """A label line per reviewer and answer: every claim supported or unsupported."""
+    lines = []
+    for answer in project.answers.order_by("answer_id"):
+        claims = [
+            {"index": i, "support": "unsupported" if i % 2 else "supported"}
+            for i in range(answer.claims.count())
+        ]
+        for reviewer in reviewers:
+            lines.append(
+                json.dumps({"answer_id": answer.answer_id, "reviewer": reviewer, "claims": claims})
+            )
+    return "\n".join(lines) + "\n"
+
+
+def opened_with_reviewers(slug: str):
+    project = Project.objects.get(slug=slug)
+    for name in ("alice", "bob"):
+        add_member(project=project, username=name, role=Role.REVIEWER)
+    return open_labelling(project=project)
+
+
+@pytest.mark.django_db
+def test_label_schema_binary_on_the_command_lets_import_labels_take_binary_labels(tmp_path):
+    dataset = tmp_path / "summaries.jsonl"
+    dataset.write_text("\n".join(summaries()) + "\n")
+    out = io.StringIO()
+    call_command(
+        "import_ragas",
+        str(dataset),
+        "--project",
+        "sum",
+        "--variant",
+        "baseline",
+        "--label-schema",
+        BINARY,
+        stdout=out,
+    )
+    assert "cases: 50 created" in out.getvalue()
+    assert "label schema: support (binary); other claim fields: none; answer fields: none" in (
+        out.getvalue()
+    )
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(binary_labels(opened_with_reviewers("sum")))
+    out = io.StringIO()
+    call_command("import_labels", str(labels), "--project", "sum", stdout=out)
+    assert out.getvalue() == "Imported 100 label set(s) into 'sum' (0 unchanged).\n"
+    assert Project.objects.get(slug="sum").schema.binary
+
+    # The same file without the schema: a three-way project, which refuses every line.
+    call_command(
+        "import_ragas", str(dataset), "--project", "plain", "--variant", "baseline", stdout=out
+    )
+    labels.write_text(binary_labels(opened_with_reviewers("plain")))
+    with pytest.raises(CommandError, match="problem"):
+        call_command("import_labels", str(labels), "--project", "plain", stderr=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_label_schema_may_be_a_file_and_a_bad_one_is_refused_with_every_problem(tmp_path):
+    path = tmp_path / "schema.json"
+    path.write_text(BINARY)
+    command = ["import_ragas", str(RAGAS / "baseline.jsonl"), "--project", "rg", "--variant", "b"]
+    call_command(*command, "--label-schema", str(path), stdout=io.StringIO())
+    assert Project.objects.get(slug="rg").schema == LabelSchema.parse(json.loads(BINARY))
+
+    bad = '{"support": "five_way", "claim_fields": ["mood"]}'
+    with pytest.raises(CommandError) as caught:
+        call_command(*command, "--label-schema", bad, stdout=io.StringIO())
+    assert str(caught.value) == (
+        "--label-schema: label_schema 'support' must be one of three_way, binary, got "
+        "'five_way'; label_schema 'claim_fields' has unknown field(s) 'mood' (allowed: "
+        "severity, requires_evidence, evidence, citations)"
+    )
+    with pytest.raises(CommandError, match="--label-schema: the label schema is not JSON"):
+        call_command(*command, "--label-schema", "{support: binary}", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="neither a JSON object nor a readable file"):
+        call_command(*command, "--label-schema", str(tmp_path / "no.json"))
+
+
+@pytest.mark.django_db
+def test_a_label_schema_for_a_project_in_set_up_changes_it_and_the_result_says_so():
+    import_ragas(lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline")
+    result = import_ragas(
+        lines=io.BytesIO(read("verifier.jsonl")),
+        project_slug="rg",
+        variant="verifier",
+        label_schema=LabelSchema.parse(json.loads(BINARY)),
+    )
+    assert result.project.schema.binary and Project.objects.get(slug="rg").schema.binary
+    assert result.summary().endswith(
+        "label schema changed: support three_way → binary; claim fields severity, "
+        "requires_evidence, evidence, citations → none; answer fields relevance, abstention, "
+        "failure_labels → none"
+    )
+    assert result.counts["answer"]["created"] == 3
+
+
+@pytest.mark.django_db
+def test_once_labelling_is_open_only_the_project_s_own_label_schema_is_accepted():
+    binary = LabelSchema.parse(json.loads(BINARY))
+    result = import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v")
+    open_labelling(project=result.project)
+
+    with pytest.raises(BundleInvalid) as caught:
+        import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v", label_schema=binary)
+    assert [str(e) for e in caught.value.errors] == [
+        "the label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's (support (three-way); other claim fields: severity, "
+        "requires_evidence, evidence, citations; answer fields: relevance, abstention, "
+        "failure_labels), which is locked once labelling opens: give the project's schema, "
+        "or none"
+    ]
+    assert not Project.objects.get(slug="rg").schema.binary
+    same = import_ragas(
+        lines=rows(sample("Q?")), project_slug="rg", variant="v", label_schema=LabelSchema()
+    )
+    assert same.label_schema_change is None and same.counts["answer"]["unchanged"] == 1
+
+
 # --- The command -----------------------------------------------------------------------------
 
 
@@ -371,7 +595,7 @@ def test_import_ragas_command_prints_counts_and_exits_non_zero_on_problems(tmp_p
     )
     assert out.getvalue().startswith(
         "Project 'rg' created from 4 Ragas sample(s) of variant 'baseline': variants: 1 "
-        "created; passages: 3 created; cases: 3 created; answers: 4 created;"
+        "created; passages: 3 created; cases: 4 created; answers: 4 created;"
     )
     assert "claim(s) were proposed by the sentence splitter" in out.getvalue()
     assert Project.objects.get().name == "Ragas sample"
@@ -382,6 +606,21 @@ def test_import_ragas_command_prints_counts_and_exits_non_zero_on_problems(tmp_p
     with pytest.raises(CommandError, match="2 problem"):
         call_command("import_ragas", str(bad), "--project", "rg", "--variant", "x", stderr=err)
     assert err.getvalue().startswith("rows 2 and 3: column 'response' is missing")
+
+
+@pytest.mark.django_db
+def test_import_ragas_confirm_deletions_lets_a_replace_go_on(tmp_path):
+    """--confirm-deletions was accepted and then not passed on, so a replace that deletes
+    anything could never go on from the command."""
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(sample("Q?", "First answer.")) + "\n")
+    command = ["import_ragas", str(path), "--project", "rg", "--variant", "v", "--replace"]
+    call_command(*command, stdout=io.StringIO())
+    path.write_text(json.dumps(sample("Q?", "Second answer.")) + "\n")
+    with pytest.raises(CommandError, match="--confirm-deletions"):
+        call_command(*command, stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(*command, "--confirm-deletions", stdout=io.StringIO())
+    assert Answer.objects.get().text == "Second answer."
 
 
 # --- The pages and the API -------------------------------------------------------------------
@@ -506,3 +745,185 @@ def test_a_csv_list_cell_nested_past_the_interpreter_s_limit_is_a_row_error():
     errors = errors_for([rows.getvalue().encode()])
     assert any("retrieved_contexts" in e and "neither a JSON list" in e for e in errors), errors
     assert nothing_written()
+
+
+@pytest.mark.django_db
+def test_the_upload_page_takes_a_label_schema_with_a_ragas_dataset(client, lead):
+    project = import_ragas(
+        lines=io.BytesIO(read("baseline.jsonl")), project_slug="rg", variant="baseline"
+    ).project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    client.force_login(lead)
+    url = reverse("project_upload", kwargs={"slug": "rg"})
+    page = client.get(url).content.decode()
+    assert 'data-shown-when="format=ragas"' in page and 'name="label_schema"' in page
+
+    bad = client.post(
+        url,
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": '{"support": "five_way"}',
+            "file": upload("verifier.jsonl"),
+        },
+    )
+    assert bad.status_code == 400
+    assert "label_schema &#x27;support&#x27; must be one of three_way, binary" in (
+        bad.content.decode()
+    )
+    assert not project.answers.filter(variant__name="verifier").exists()
+
+    response = client.post(
+        url,
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": BINARY,
+            "file": upload("verifier.jsonl"),
+        },
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == reverse("project_setup", kwargs={"slug": "rg"})
+    project.refresh_from_db()
+    assert project.schema.binary and project.answers.filter(variant__name="verifier").count() == 3
+    said = " ".join(str(m) for m in response.context["messages"])
+    assert "label schema changed: support three_way → binary" in said
+
+    # A bundle's schema is in its header: what the hidden field still holds is not read.
+    bundle = client.post(
+        url,
+        {
+            "format": "bundle",
+            "label_schema": "not JSON",
+            "file": SimpleUploadedFile("v.jsonl", read("verifier.jsonl")),
+        },
+    )
+    assert "label_schema" not in (bundle.context["form"].errors if bundle.context else {})
+
+
+@pytest.mark.django_db
+def test_the_upload_page_refuses_another_label_schema_once_labelling_is_open(client, lead):
+    project = import_ragas(lines=rows(sample("Q?")), project_slug="rg", variant="v").project
+    Membership.objects.create(project=project, user=lead, role=Role.LEAD)
+    open_labelling(project=project)
+    client.force_login(lead)
+
+    response = client.post(
+        reverse("project_upload", kwargs={"slug": "rg"}),
+        {
+            "format": "ragas",
+            "variant": "v",
+            "label_schema": BINARY,
+            "file": SimpleUploadedFile("q.jsonl", "\n".join(rows(sample("Q?"))).encode()),
+        },
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors["label_schema"] == [
+        "The label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's (support (three-way); other claim fields: severity, "
+        "requires_evidence, evidence, citations; answer fields: relevance, abstention, "
+        "failure_labels), which is locked once labelling opens: give the project's schema, "
+        "or none"
+    ]
+    assert not Project.objects.get(slug="rg").schema.binary
+
+
+@pytest.mark.django_db
+def test_the_new_project_page_takes_a_label_schema_with_a_ragas_dataset(client, outsider):
+    may_create_projects(outsider)
+    client.force_login(outsider)
+    response = client.post(
+        reverse("project_new"),
+        {
+            "slug": "rg",
+            "format": "ragas",
+            "variant": "baseline",
+            "label_schema": BINARY,
+            "file": upload("baseline.csv"),
+        },
+    )
+    assert response.status_code == 302
+    assert Project.objects.get(slug="rg").schema.binary
+
+
+@pytest.mark.django_db
+def test_the_api_takes_a_label_schema_with_a_ragas_dataset_and_says_it_changed(lead):
+    may_create_projects(lead)
+    api = token_client(lead)
+    created = api.post(
+        f"{API}/projects/",
+        {
+            "slug": "rg",
+            "format": "ragas",
+            "variant": "baseline",
+            "label_schema": BINARY,
+            "file": upload("baseline.csv"),
+        },
+        format="multipart",
+    )
+    result = finished_job(api, created)["result"]
+    assert result["label_schema_change"] == {
+        "from": LabelSchema().as_dict(),
+        "to": json.loads(BINARY),
+    }
+    assert result["summary"].endswith(
+        "label schema: support (binary); other claim fields: none; answer fields: none"
+    )
+    assert api.get(f"{API}/projects/rg/").json()["label_schema"] == json.loads(BINARY)
+
+    three_way = '{"support": "three_way", "claim_fields": [], "answer_fields": []}'
+    added = api.post(
+        f"{API}/projects/rg/bundle/",
+        {
+            "format": "ragas",
+            "variant": "verifier",
+            "label_schema": three_way,
+            "file": upload("verifier.jsonl"),
+        },
+        format="multipart",
+    )
+    job = finished_job(api, added)
+    assert job["result"]["label_schema_change"]["to"]["support"] == "three_way"
+    assert "label schema changed: support binary → three_way" in job["result"]["summary"]
+    unchanged = api.post(
+        f"{API}/projects/rg/bundle/",
+        {"format": "ragas", "variant": "verifier", "file": upload("verifier.jsonl")},
+        format="multipart",
+    )
+    assert finished_job(api, unchanged)["result"]["label_schema_change"] is None
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_a_bad_or_locked_label_schema_with_a_field_error(lead):
+    may_create_projects(lead)
+    api = token_client(lead)
+
+    def post(path, **fields):
+        return api.post(
+            f"{API}/{path}",
+            {"format": "ragas", "variant": "v", "file": upload("baseline.csv"), **fields},
+            format="multipart",
+        )
+
+    bad = post("projects/", slug="rg", label_schema='{"support": "binary", "colour": 1}')
+    assert bad.status_code == 400
+    assert bad.json()["label_schema"] == [
+        "unknown key 'colour' in label_schema (allowed: support, claim_fields, answer_fields)"
+    ]
+    not_json = post("projects/", slug="rg", label_schema="binary")
+    assert not_json.status_code == 400 and "not JSON" in not_json.json()["label_schema"][0]
+    for_a_bundle = post("projects/", slug="rg", format="bundle", label_schema=BINARY)
+    assert for_a_bundle.status_code == 400
+    assert for_a_bundle.json()["label_schema"] == [
+        "Only with format=ragas: a bundle gives its label_schema in its header."
+    ]
+    assert not Project.objects.exists()
+
+    finished_job(api, post("projects/", slug="rg"))
+    open_labelling(project=Project.objects.get(slug="rg"))
+    locked = post("projects/rg/bundle/", label_schema=BINARY)
+    assert locked.status_code == 400
+    assert locked.json()["label_schema"][0].startswith(
+        "The label schema given (support (binary); other claim fields: none; answer fields: "
+        "none) differs from the project's"
+    )

@@ -17,8 +17,9 @@ import typing
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
-from annotate.exports import bundle_rows, gold_rows
+from annotate.exports import bundle_rows
 from annotate.models import Case
 from annotate.services import import_ragas
 from tests.conftest import FIXTURES
@@ -98,9 +99,23 @@ def labelled_demo(db):
     return build_labelled_demo()
 
 
-def gold_answer_rows(project) -> list[dict]:
-    # export_gold is getting an --item filter; until then the rows are filtered here.
-    return [json.loads(json.dumps(row)) for row in gold_rows(project) if row["item"] == "answer"]
+def gold_answer_rows(project, tmp_path) -> list[dict]:
+    """The answer rows as docs/ragas.md exports them for Ragas: `export_gold --item answer
+    --decided-only`, no filtering in Python."""
+    path = tmp_path / "gold-answers.jsonl"
+    call_command(
+        "export_gold",
+        "--project",
+        project.slug,
+        "--item",
+        "answer",
+        "--decided-only",
+        "--output",
+        str(path),
+    )
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert rows and all(row["item"] == "answer" and row["decided"] for row in rows)
+    return rows
 
 
 # --- Ragas into claimdesk --------------------------------------------------------------------
@@ -137,9 +152,9 @@ def test_the_ragas_files_hold_what_the_installed_ragas_reads(tmp_path):
 
 @pytest.mark.django_db
 def test_gold_answer_rows_have_the_fields_and_types_of_a_ragas_single_turn_sample(
-    labelled_demo,
+    labelled_demo, tmp_path
 ):
-    rows = gold_answer_rows(labelled_demo)
+    rows = gold_answer_rows(labelled_demo, tmp_path)
     assert rows
     for row in rows:
         assert set(RAGAS_COLUMNS) <= row.keys()
@@ -152,11 +167,9 @@ def test_gold_answer_rows_have_the_fields_and_types_of_a_ragas_single_turn_sampl
 @pytest.mark.django_db
 def test_gold_answer_rows_load_in_ragas_as_one_sample_per_answer(labelled_demo, tmp_path):
     ragas = pytest.importorskip("ragas")
-    rows = gold_answer_rows(labelled_demo)
-    path = tmp_path / "gold-answers.jsonl"
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    rows = gold_answer_rows(labelled_demo, tmp_path)
 
-    dataset = ragas.EvaluationDataset.from_jsonl(str(path))
+    dataset = ragas.EvaluationDataset.from_jsonl(str(tmp_path / "gold-answers.jsonl"))
 
     assert len(dataset) == len(rows) == len({row["answer_id"] for row in rows}) > 0
     assert all(isinstance(s, ragas.SingleTurnSample) for s in dataset)
@@ -193,7 +206,7 @@ def shape(annotation) -> object:
 
 
 @pytest.mark.django_db
-def test_gold_answer_rows_carry_the_reference_where_the_case_has_one(labelled_demo):
+def test_gold_answer_rows_carry_the_reference_where_the_case_has_one(labelled_demo, tmp_path):
     Case.objects.filter(project=labelled_demo).update(reference="The reference answer.")
-    for row in gold_answer_rows(labelled_demo):
+    for row in gold_answer_rows(labelled_demo, tmp_path):
         assert row.get("reference") == "The reference answer."

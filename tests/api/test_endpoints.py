@@ -616,6 +616,25 @@ def test_a_script_without_a_token_gets_401_with_the_scheme_to_use(db):
     assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
 
 
+def test_the_api_root_says_who_you_are_and_where_to_start(db, lead):
+    client = token_client(lead)
+    root = client.get(f"{API}/")
+    assert root.status_code == 200 and root["Content-Type"] == "application/json"
+    body = root.json()
+    assert body == {
+        "user": lead.username,
+        "projects": "http://testserver/api/v1/projects/",
+        "project": "http://testserver/api/v1/projects/{slug}/",
+        "job": "http://testserver/api/v1/jobs/{id}/",
+        "schema": "http://testserver/api/schema/",
+        "docs": "http://testserver/api/docs/",
+        "token": "http://testserver/account/token/",
+    }
+    assert client.get(body["projects"]).status_code == 200
+    assert client.get(body["schema"]).status_code == 200
+    assert APIClient().get(f"{API}/").status_code == 401  # as the rest of the API
+
+
 def test_unknown_api_paths_are_json_404s(db, lead):
     response = token_client(lead).get(f"{API}/projects/small/tasks/not-a-number/")
     assert response.status_code == 404 and response.json() == {"detail": "Not found."}

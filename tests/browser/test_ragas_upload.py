@@ -1,5 +1,6 @@
-"""The New project page in a real browser: the variant field appears only when the file is
-a Ragas dataset, and a Ragas CSV becomes a project the uploader leads."""
+"""The New project page in a real browser: the variant and label schema fields appear only
+when the file is a Ragas dataset, and a Ragas CSV becomes a project the uploader leads, with
+the schema given."""
 
 from __future__ import annotations
 
@@ -17,12 +18,16 @@ def test_a_ragas_csv_uploads_with_its_variant_into_a_new_project(page, outsider)
     login(page, outsider)
     page.goto("/projects/new/")
     variant = page.get_by_label("Variant")
+    schema = page.get_by_label("Label schema")
     expect(variant).to_be_hidden()
+    expect(schema).to_be_hidden()  # a bundle gives its schema in its header
 
     page.get_by_label("Ragas evaluation dataset (JSONL or CSV)").check()
     expect(variant).to_be_visible()
+    expect(schema).to_be_visible()
     page.get_by_label("Slug").fill("ragas-sample")
     variant.fill("baseline")
+    schema.fill('{"support": "binary", "claim_fields": [], "answer_fields": []}')
     page.get_by_label("File", exact=True).set_input_files(FIXTURES / "ragas" / "baseline.csv")
     page.get_by_role("button", name="Create project").click()
 
@@ -30,3 +35,4 @@ def test_a_ragas_csv_uploads_with_its_variant_into_a_new_project(page, outsider)
     project = Project.objects.get(slug="ragas-sample")
     assert Membership.objects.get(project=project, user=outsider).role == Role.LEAD
     assert project.answers.filter(variant__name="baseline").count() == 4
+    assert project.schema.binary and not project.schema.claim_fields

@@ -8,6 +8,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recal
 
 from evaluation.agreement import KAPPA_UNDEFINED_ONE_LABEL, SUPPORT
 from evaluation.calibration import (
+    MIN_YOUDEN,
     CalibrationRefused,
     PopulationClaim,
     binary_rates,
@@ -17,6 +18,7 @@ from evaluation.calibration import (
     ppi_mean,
     rogan_gladen,
     rogan_gladen_interval,
+    rogan_gladen_unclipped,
     unsupported_indicator,
 )
 
@@ -156,6 +158,96 @@ def test_rogan_gladen_interval_is_reproducible_and_counts_skipped_replicates():
     # One positive among eight: it vanishes from about (7/8)^8 ≈ 34% of the resamples.
     assert 100 < first.skipped < 250
     assert first.estimate == pytest.approx(rogan_gladen(0.3, 1.0, 6 / 7))
+
+
+def exact_judge(positives: int, negatives: int, tpr: float, tnr: float):
+    """Gold and judge arrays with exactly these counts and rates (unsupported is True)."""
+    tp, tn = round(positives * tpr), round(negatives * tnr)
+    gold = np.array([True] * positives + [False] * negatives)
+    judge = np.array(
+        [True] * tp + [False] * (positives - tp) + [False] * tn + [True] * (negatives - tn)
+    )
+    return gold, judge
+
+
+def share(unsupported: int, n: int) -> np.ndarray:
+    return np.arange(n) < unsupported
+
+
+def test_rogan_gladen_outside_the_unit_interval_says_clipped_and_keeps_the_unclipped_value():
+    gold, judge = exact_judge(150, 150, tpr=0.9, tnr=0.6)  # TPR + TNR − 1 = 0.5
+    # p_obs 0.95 is above the TPR of 0.9 the judge would show on an all-unsupported target.
+    high = rogan_gladen_interval(gold, judge, share(95, 100), n_boot=500)
+    assert rogan_gladen_unclipped(0.95, 0.9, 0.6) == pytest.approx(1.1)
+    assert (high.estimate, high.clipped) == (1.0, True)
+    assert high.unclipped == pytest.approx((0.95 + 0.6 - 1) / 0.5)
+    low = rogan_gladen_interval(gold, judge, share(30, 100), n_boot=500)
+    assert (low.estimate, low.clipped) == (0.0, True)
+    assert low.unclipped == pytest.approx((0.3 + 0.6 - 1) / 0.5) == pytest.approx(-0.2)
+    inside = rogan_gladen_interval(gold, judge, share(60, 100), n_boot=500)
+    assert not inside.clipped and inside.unclipped == inside.estimate == pytest.approx(0.4)
+
+    block = corrected_estimates(gold, judge, share(95, 100), n_boot=500)["rogan_gladen"]
+    assert block["clipped"] is True and block["estimate"] == 1.0
+    assert block["unclipped"] == pytest.approx(1.1)
+    assert corrected_estimates(gold, judge, share(60, 100))["rogan_gladen"]["clipped"] is False
+    json.dumps(block)
+
+
+def test_a_judge_whose_youden_interval_reaches_below_the_bound_is_refused_with_it():
+    """The issue's judges: TPR 0.2, TNR 0.9 on 300 gold claims. TPR + TNR − 1 = 0.1 > 0, so
+    the old rule computed a number (clipped to 1 from 2.0 here); its interval reaches zero."""
+    gold, judge = exact_judge(100, 200, tpr=0.2, tnr=0.9)
+    target = share(30, 100)
+    with pytest.raises(CalibrationRefused, match="close to chance") as refused:
+        rogan_gladen_interval(gold, judge, target, seed=3)
+    details = refused.value.details
+    assert details["youden"] == pytest.approx(0.1)
+    low, high = details["youden_ci95"]
+    assert low < MIN_YOUDEN < 0.1 < high
+    assert f"[{low:.3f}, {high:.3f}] reaches below 0.05" in str(refused.value)
+    block = corrected_estimates(gold, judge, target, seed=3)["rogan_gladen"]
+    assert set(block) == {"refused", "youden", "youden_ci95"}
+    assert block["refused"].startswith("TPR + TNR − 1 = 0.100, and its 95% bootstrap interval")
+    assert "estimate" not in block
+    # PPI does not divide by J: it stays.
+    assert "estimate" in corrected_estimates(gold, judge, target)["ppi"]
+
+
+def _index_bootstrap_youden(gold, judge, *, n_boot: int, seed: int) -> tuple[float, float]:
+    """Youden's J resampled the textbook way: n item indices drawn with replacement."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    idx = rng.integers(0, gold.size, size=(n_boot, gold.size))
+    g, j = gold[idx], judge[idx]
+    pos, neg = g.sum(axis=1), (~g).sum(axis=1)
+    keep = (pos > 0) & (neg > 0)
+    tpr = (g & j).sum(axis=1)[keep] / pos[keep]
+    tnr = (~g & ~j).sum(axis=1)[keep] / neg[keep]
+    low, high = np.percentile(tpr + tnr - 1, [2.5, 97.5])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize(
+    ("positives", "negatives", "tpr", "tnr"),
+    [(100, 200, 0.2, 0.9), (150, 150, 0.9, 0.6), (60, 240, 0.6, 0.75), (40, 260, 0.8, 0.95)],
+)
+def test_the_youden_interval_matches_an_independent_index_bootstrap(positives, negatives, tpr, tnr):
+    gold, judge = exact_judge(positives, negatives, tpr, tnr)
+    expected = _index_bootstrap_youden(gold, judge, n_boot=20000, seed=99)
+    target = share(20, 100)
+    try:
+        found = rogan_gladen_interval(gold, judge, target, n_boot=20000, seed=5).youden_ci95
+        refused = False
+    except CalibrationRefused as refusal:
+        found, refused = tuple(refusal.details["youden_ci95"]), True
+    assert found == pytest.approx(expected, abs=0.01)
+    assert refused == (expected[0] < MIN_YOUDEN)
+
+
+def test_the_bootstrap_is_required_for_the_refusal_rule():
+    gold, judge = exact_judge(150, 150, tpr=0.9, tnr=0.6)
+    with pytest.raises(ValueError, match="n_boot"):
+        rogan_gladen_interval(gold, judge, share(50, 100), n_boot=0)
 
 
 def test_ppi_estimate_and_interval_by_hand():

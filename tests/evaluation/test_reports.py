@@ -302,6 +302,7 @@ def test_generation_metrics_use_decided_gold_only_and_count_the_pending(report):
         "unsupported": 5,
         "rate": approx(5 / 8),
         "pending": 1,
+        "unlabelled": 0,
     }
     assert g["relevance"]["counts"] == {"0": 1, "1": 4, "2": 4}
     assert g["relevance"]["mean"] == approx(12 / 9)

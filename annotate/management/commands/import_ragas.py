@@ -1,8 +1,10 @@
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.bundles import BundleInvalid
+from annotate.schema import LabelSchema, SchemaInvalid
 from annotate.services import DeletionsNotConfirmed, import_ragas
 
 
@@ -21,6 +23,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--name", help="project name when creating it")
         parser.add_argument(
+            "--label-schema",
+            metavar="JSON|PATH",
+            help="the project's label schema, as a bundle header's label_schema: JSON text "
+            '(\'{"support": "binary", "claim_fields": [], "answer_fields": []}\') or a file '
+            "holding it; refused once labelling is open unless it is the project's",
+        )
+        parser.add_argument(
             "--replace",
             action="store_true",
             help="replace changed items that nobody has labelled yet",
@@ -33,6 +42,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, path, project, variant, name, replace, **options):
+        schema = _label_schema(options["label_schema"])
         try:
             stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
         except OSError as exc:
@@ -40,7 +50,13 @@ class Command(BaseCommand):
         with stream:
             try:
                 result = import_ragas(
-                    lines=stream, project_slug=project, variant=variant, name=name, replace=replace
+                    lines=stream,
+                    project_slug=project,
+                    variant=variant,
+                    name=name,
+                    label_schema=schema,
+                    replace=replace,
+                    confirm_deletions=options["confirm_deletions"],
                 )
             except DeletionsNotConfirmed as exc:
                 for line in exc.deletions.lines():
@@ -70,3 +86,21 @@ class Command(BaseCommand):
                 f"{result.proposed_claims} claim(s) were proposed by the sentence splitter: "
                 "review them before opening labelling."
             )
+
+
+def _label_schema(given: str | None) -> LabelSchema | None:
+    """--label-schema: JSON text when it starts with '{', else the path of a file holding it."""
+    if given is None:
+        return None
+    text = given
+    if not given.lstrip().startswith("{"):
+        try:
+            text = Path(given).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(
+                f"--label-schema: '{given}' is neither a JSON object nor a readable file ({exc})"
+            ) from exc
+    try:
+        return LabelSchema.from_json(text)
+    except SchemaInvalid as exc:
+        raise CommandError(f"--label-schema: {'; '.join(exc.problems)}") from exc

@@ -3,7 +3,11 @@ import json as jsonlib
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Project
-from evaluation.agreement_report import agreement_report
+from evaluation.agreement_report import (
+    ANSWER_REPORT_FIELDS,
+    CLAIM_REPORT_FIELDS,
+    agreement_report,
+)
 
 
 def _rate(value) -> str:
@@ -27,11 +31,25 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(report))
             return
+        shown = shown_fields(found)
+        pairs = report["pairs"]
+        notes = [p["identical_label_sets_note"] for p in pairs if p["identical_label_sets"]]
+        for note in notes:
+            self.stdout.write(f"WARNING {note}")
+        # Every pair one label set twice: no kappa in the slices measures anything either.
+        only_identical = bool(notes) and len(notes) == len(pairs)
+        if only_identical:
+            self.stdout.write("No kappa shown: a label set agrees with its copy whatever it says.")
         for slice_name, fields in report["slices"].items():
             self.stdout.write(f"\n{slice_name}")
+            if not any(stats.get("n") for stats in fields.values()):
+                self.stdout.write("  nothing labelled by two reviewers in this slice")
+                continue
             header = f"  {'field':<18}{'n':>6}{'raw':>8}{'kappa':>8}  {'95% CI':<18}weighting"
             self.stdout.write(header)
             for name, stats in fields.items():
+                if name not in shown:
+                    continue
                 if name == "evidence":
                     overlap = _rate(stats["mean_jaccard"])
                     self.stdout.write(
@@ -43,7 +61,9 @@ class Command(BaseCommand):
                 ci = stats["ci95"]
                 interval = f"[{_rate(ci[0])}, {_rate(ci[1])}]" if ci else "—"
                 kappa = _rate(stats["kappa"])
-                if stats["kappa"] is None and stats["kappa_undefined_reason"]:
+                if only_identical:
+                    kappa, interval = "ident.", "—"
+                elif stats["kappa"] is None and stats["kappa_undefined_reason"]:
                     kappa = "undef."
                 self.stdout.write(
                     f"  {name:<18}{stats['n']:>6}{_rate(stats['raw_agreement']):>8}{kappa:>8}"
@@ -53,13 +73,20 @@ class Command(BaseCommand):
             f"{s}/{f}"
             for s, fields in report["slices"].items()
             for f, st in fields.items()
-            if st.get("small_sample")
+            if st.get("small_sample") and st["n"] and f in shown
         ]
         if small:
             self.stdout.write(
                 f"\nSmall samples (n < 30; with n = 10 one item moves raw agreement by 10 points): "
                 f"{', '.join(small)}"
             )
+
+
+def shown_fields(project: Project) -> set[str]:
+    """The report's fields a person reads: in a binary project support is already supported
+    vs unsupported, so support_binary (kept in the JSON, as SPEC.md asks) would repeat it."""
+    every = {*CLAIM_REPORT_FIELDS, *ANSWER_REPORT_FIELDS, "evidence"}
+    return every - {"support_binary"} if project.schema.binary else every
 
 
 def _dumps(report) -> str:

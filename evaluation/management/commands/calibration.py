@@ -6,9 +6,32 @@ from annotate.models import Project
 from evaluation.judge_reports import DEFAULT_SPLIT, SPLITS, calibration_report
 from evaluation.models import JudgeRun
 
+# The text lists this many disagreements; --json (and the run's page) has every one.
+DISAGREEMENTS_SHOWN = 20
+
 
 def _rate(value) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def _interval(ci) -> str:
+    return f"[{_rate(ci[0])}, {_rate(ci[1])}]" if ci else "—"
+
+
+def rogan_gladen_text(block: dict) -> str:
+    """Rogan–Gladen as a person reads it: refused with the reason, or the estimate, saying
+    when the formula left [0, 1] and by how much, and the J interval the refusal rule reads."""
+    if "refused" in block:
+        return f"Rogan–Gladen: refused — {block['refused']}"
+    clipped = (
+        f" (clipped to [0, 1]: the formula gives {block['unclipped']:.3f})"
+        if block["clipped"]
+        else ""
+    )
+    return (
+        f"Rogan–Gladen: {_rate(block['estimate'])}{clipped} 95% {_interval(block['ci95'])}; "
+        f"TPR + TNR − 1 = {_rate(block['youden'])} 95% {_interval(block['youden_ci95'])}"
+    )
 
 
 class Command(BaseCommand):
@@ -51,7 +74,9 @@ class Command(BaseCommand):
             f"  gold claims {r['gold_items']}: scored n = {r['n']}, malformed {r['malformed']}, "
             f"timeouts {r['timeouts']}, no verdict {r['missing']}; coverage {_rate(r['coverage'])}"
         )
-        if r["small_sample"]:
+        if r["n"] == 0:
+            out("  nothing scored on this split: no gold claim the judge labelled")
+        elif r["small_sample"]:
             out("  small sample (n < 30): read the counts, not only the rates")
         kappa = _rate(r["kappa"]) if r["kappa"] is not None else "undefined"
         scale = "three-way" if r["scale"] == "three_way" else "binary"
@@ -62,10 +87,13 @@ class Command(BaseCommand):
         if r["kappa"] is None and r["kappa_undefined_reason"]:
             out(f"    ({r['kappa_undefined_reason']})")
         b = r["binary"]
-        out(
-            f"  binary (supported vs unsupported): accuracy {_rate(b['accuracy'])}  "
-            f"kappa {_rate(b['kappa']) if b['kappa'] is not None else 'undefined'}  n = {b['n']}"
-        )
+        if r["scale"] == "three_way" or r["confusion"] is None:
+            # On the binary scale the line above already is this one.
+            out(
+                f"  binary (supported vs unsupported): accuracy {_rate(b['accuracy'])}  "
+                f"kappa {_rate(b['kappa']) if b['kappa'] is not None else 'undefined'}  "
+                f"n = {b['n']}"
+            )
         out(f"  unsupported = positive: TPR {_rate(r['tpr'])}  TNR {_rate(r['tnr'])}")
         confusion = r["confusion"] or b["confusion"]
         labels = confusion["labels"]
@@ -91,18 +119,22 @@ class Command(BaseCommand):
         )
         if c["provisional"]:
             out(f"    PROVISIONAL: {c['provisional_reason']}")
-        for key, title in (("rogan_gladen", "Rogan–Gladen"), ("ppi", "PPI")):
-            block = c[key]
-            if "refused" in block:
-                out(f"    {title}: refused — {block['refused']}")
-            else:
-                ci = block["ci95"]
-                interval = f"[{_rate(ci[0])}, {_rate(ci[1])}]" if ci else "—"
-                out(f"    {title}: {_rate(block['estimate'])} 95% {interval}")
-        out(f"  disagreements with gold: {len(r['disagreements'])}")
-        for d in r["disagreements"]:
+        out(f"    {rogan_gladen_text(c['rogan_gladen'])}")
+        ppi = c["ppi"]
+        if "refused" in ppi:
+            out(f"    PPI: refused — {ppi['refused']}")
+        else:
+            out(f"    PPI: {_rate(ppi['estimate'])} 95% {_interval(ppi['ci95'])}")
+        disagreements = r["disagreements"]
+        out(f"  disagreements with gold: {len(disagreements)}")
+        for d in disagreements[:DISAGREEMENTS_SHOWN]:
             out(
                 f"    {d['answer_id']} claim {d['claim_index']}: gold {d['gold']}, "
                 f"judge {d['judge']}  {d['url'] or ''}"
+            )
+        if len(disagreements) > DISAGREEMENTS_SHOWN:
+            out(
+                f"    … and {len(disagreements) - DISAGREEMENTS_SHOWN} more: --json lists "
+                "every one (the run's page too, with a CSV of all)"
             )
         out(f"  quotes not found in their evidence: {r['run']['quotes_not_found']}")

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from jobs import services
+from jobs import progress_files, services
 from jobs.models import Job
 
 
@@ -34,6 +34,10 @@ class Command(BaseCommand):
                     files += 1
         deleted, _ = old.delete()
         self.stdout.write(f"{deleted} job(s) older than {days} days deleted, {files} file(s)")
+        # On SQLite: the live progress of jobs that have ended, whenever they ended (their rows
+        # hold the final figures; a lost worker's job keeps its last beat until it is retried).
+        running = Job.objects.filter(status=Job.Status.RUNNING).values_list("pk", flat=True)
+        progress_files.prune({str(pk) for pk in running})
         if settings.CLAIMDESK_TASKS == "database":
             call_command(
                 "prune_db_task_results",
