@@ -139,3 +139,23 @@ class AnswerCorrectionAdmin(admin.ModelAdmin):
     list_filter = ["labelled"]
     raw_id_fields = ["answer"]
     readonly_fields = ["answer", "changes", "labelled", "corrected_at"]
+
+
+class ImportedClaimGoldInline(admin.TabularInline):
+    model = models.ImportedClaimGold
+    extra = 0
+    raw_id_fields = ["claim"]
+
+
+@admin.register(models.GoldImport)
+class GoldImportAdmin(admin.ModelAdmin):
+    list_display = ["source", "file_name", "project", "answer_count", "claim_count", "imported_at"]
+    list_filter = ["project"]
+    readonly_fields = ["sha256", "imported_at"]
+
+
+@admin.register(models.ImportedGold)
+class ImportedGoldAdmin(admin.ModelAdmin):
+    list_display = ["answer", "gold_import", "line", "relevance", "abstention"]
+    raw_id_fields = ["answer", "gold_import"]
+    inlines = [ImportedClaimGoldInline]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from annotate import csvsafe, gold
 from annotate.bundles import canonical_number
@@ -23,6 +23,8 @@ from annotate.models import (
     Citation,
     Claim,
     Decision,
+    GoldImport,
+    ImportedGold,
     Judgment,
     Project,
     RetrievedPassage,
@@ -211,6 +213,7 @@ GOLD_CSV_COLUMNS = (
     "rationale",
     "reviewer_a",
     "reviewer_b",
+    "imported",
     "human_kappa",
     "content_hash",
 )
@@ -245,8 +248,8 @@ class GoldFilter:
 
 def gold_fingerprint(project: Project) -> tuple[str, str]:
     """(export id, as-of time). Both derive from the data, never from the clock, so exporting
-    twice with nothing changed gives byte-identical files; any new submission or decision
-    changes both."""
+    twice with nothing changed gives byte-identical files; any new submission, decision or
+    import of gold changes both."""
     labels = Assignment.objects.filter(project=project, status="submitted").aggregate(
         n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision")
     )
@@ -254,7 +257,13 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
         n=Count("pk"), last=Max("decided_at")
     )
     claims = Claim.objects.filter(answer__project=project).aggregate(n=Count("pk"), last=Max("pk"))
-    times = [t for t in (labels["last"], decisions["last"]) if t is not None]
+    # Imported gold: its rows' count and newest key (a replace writes new rows), and the time
+    # of the latest import that wrote any.
+    imported = ImportedGold.objects.filter(gold_import__project=project).aggregate(
+        n=Count("pk"), last=Max("pk")
+    )
+    imported_at = GoldImport.objects.filter(project=project).aggregate(last=Max("imported_at"))
+    times = [t for t in (labels["last"], decisions["last"], imported_at["last"]) if t is not None]
     as_of = max(times).isoformat() if times else ""
     key = json.dumps(
         [
@@ -268,6 +277,7 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
             claims["n"],
             claims["last"],
             as_of,
+            *((imported["n"], imported["last"]) if imported["n"] else ()),
         ],
         default=str,
         sort_keys=True,
@@ -277,10 +287,13 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
 
 def gold_size(project: Project) -> int:
     """How many rows the whole gold set holds (a claim row per claim and an answer row per
-    answer of every doubly-labelled answer): two counts, to decide whether an export streams
-    from the request or is written by a worker."""
+    answer of every doubly-labelled answer and every answer with imported gold): two counts,
+    to decide whether an export streams from the request or is written by a worker."""
     doubly = gold.doubly_labelled(project).order_by().values("answer_id")
-    return len(doubly) + Claim.objects.filter(answer_id__in=doubly).count()
+    answers = Answer.objects.filter(project=project).filter(
+        Q(pk__in=doubly) | Q(imported_gold__isnull=False)
+    )
+    return answers.count() + Claim.objects.filter(answer__in=answers).count()
 
 
 def _pseudonyms(project: Project) -> dict[int, str]:
@@ -353,12 +366,16 @@ def _provenance_tail(provenance: dict[str, str]) -> str:
 
 
 def _gold_answers(project: Project, split: str) -> dict[int, int]:
-    """The answers with two submitted label sets or more, in answer order, on the judge split
-    asked, each with its number of label sets."""
+    """The answers with two submitted label sets or more, and those with imported gold, in
+    answer order, on the judge split asked, each with its number of label sets."""
     doubly = gold.doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
-    return {
-        pk: n for pk, case_id, n in doubly if split == "all" or gold.judge_split(case_id) == split
+    imported = gold.imported_answers(project).values_list("answer_id", "answer__case__case_id", "n")
+    chosen = {
+        pk: n
+        for pk, case_id, n in (*doubly, *imported)
+        if split == "all" or gold.judge_split(case_id) == split
     }
+    return dict(sorted(chosen.items()))
 
 
 def gold_rows(
@@ -369,10 +386,12 @@ def gold_rows(
     decided_only: bool = False,
     with_context: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """One row per claim and per answer of every doubly-labelled answer, with provenance and
-    the fields of the project's label schema (a field that is off is absent). Streams: the
-    human kappas are one aggregate query, then each chunk of answers is read, turned into
-    rows and dropped, so memory stays flat whatever the project's size."""
+    """One row per claim and per answer of every doubly-labelled answer and every answer with
+    imported gold, with provenance and the fields of the project's label schema (a field that
+    is off is absent). Streams: the human kappas are one aggregate query, then each chunk of
+    answers is read, turned into rows and dropped, so memory stays flat whatever the
+    project's size. A row whose item has imported gold carries it with its provenance
+    (`imported`); without a pair its reviewers are null and its gold all `imported`."""
     chosen = GoldFilter(item, split, decided_only, with_context)
     from evaluation.agreement_report import human_kappas  # statistics: only when exporting
 
@@ -401,7 +420,7 @@ def gold_rows(
     answer_ids = list(label_sets)
     for start in range(0, len(answer_ids), GOLD_CHUNK):
         chunk = answer_ids[start : start + GOLD_CHUNK]
-        answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=chunk)
+        answer_pairs, claim_pairs = gold.gold_for_project(project, answer_ids=chunk)
         answers, claims = _gold_chunk(base, chunk)
         claims_of: dict[int, list] = {}
         for pair in claim_pairs:
@@ -422,6 +441,8 @@ def gold_rows(
                     row["reviewer_b"] = _reviewer(
                         claim_pair.reviewer_b, claim_pair.b, claim_keys, names
                     )
+                    if claim_pair.imported is not None:
+                        row["imported"] = _imported(claim_pair.imported, claim_keys)
                     row["human_kappa"] = claim_kappa
                     yield _hashed(row, provenance, tail, encode)
             if chosen.item not in ("all", "answer"):
@@ -445,8 +466,10 @@ def gold_rows(
                     rationale=dict(pair.rationale),
                     reviewer_a=_reviewer(pair.reviewer_a, pair.a, answer_keys, names),
                     reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
-                    human_kappa=answer_kappa,
                 )
+                if pair.imported is not None:
+                    row["imported"] = _imported(pair.imported, answer_keys)
+                row["human_kappa"] = answer_kappa
                 yield _hashed(row, provenance, tail, encode)
 
 
@@ -460,7 +483,7 @@ def _claim_kappa_fields(schema) -> tuple[str, ...]:
 
 # The gold page's columns, a gold row's states in order: a state a summary counts is a
 # column here (the test of the page checks that its total is the sum of its columns).
-GOLD_STATES = (gold.AGREED, gold.ADJUDICATED, gold.PENDING)
+GOLD_STATES = (gold.AGREED, gold.ADJUDICATED, gold.PENDING, gold.IMPORTED)
 _SPLITS = JUDGE_SPLITS[1:]
 
 
@@ -486,14 +509,16 @@ class GoldCountRow:
 class GoldCounts:
     """How much of the gold set is decided, by item and judge split (gold.row_state): rows
     whose every field is agreed, rows a lead decided (some field adjudicated, none pending),
-    rows still pending. An answer row's support_binary is its claims' (gold.answer_gold), so
-    an answer is pending while one of its claims' support_binary is."""
+    rows still pending, and rows whose gold is imported from elsewhere with no second
+    reviewer (`imported`). An answer row's support_binary is its claims' (gold.answer_gold),
+    so an answer is pending while one of its claims' support_binary is."""
 
     claims: Counter = field(default_factory=Counter)
     answers: Counter = field(default_factory=Counter)
     by_split: dict[str, Counter] = field(default_factory=dict)  # claims
     answers_by_split: dict[str, Counter] = field(default_factory=dict)
     beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
+    imported_sources: tuple[str, ...] = ()  # where the imported rows' gold came from
     columns: tuple[str, ...] = GOLD_STATES
 
     @property
@@ -513,21 +538,39 @@ class GoldCounts:
 
     @property
     def empty(self) -> bool:
-        """Nothing doubly labelled: every doubly-labelled answer has an answer row."""
+        """No gold at all: every doubly-labelled answer, and every answer with imported
+        gold, has an answer row."""
         return not self.answers.total()
 
 
-def gold_counts(project: Project, *, summary: gold.PairSummary | None = None) -> GoldCounts:
+def gold_counts(
+    project: Project,
+    *,
+    summary: gold.PairSummary | None = None,
+    imported: gold.ImportedAlone | None = None,
+) -> GoldCounts:
     """The counts the gold page shows before its download buttons, from `summary`
-    (gold.pair_summary, derived here when not given; copied, as a kept one is shared)."""
+    (gold.pair_summary, derived here when not given; copied, as a kept one is shared) and
+    the items whose gold is imported alone (gold.imported_alone, two queries, when not
+    given). An item that reviewers labelled too counts by their gold, which stands."""
     summary = summary if summary is not None else gold.pair_summary(project)
-    return GoldCounts(
+    imported = imported if imported is not None else gold.imported_alone(project)
+    counts = GoldCounts(
         claims=Counter(summary.claims),
         answers=Counter(summary.answers),
         by_split={split: Counter(c) for split, c in summary.claims_by_split.items()},
         answers_by_split={split: Counter(c) for split, c in summary.answers_by_split.items()},
         beyond_two=summary.beyond_two,
+        imported_sources=imported.sources,
     )
+    if imported.answers:
+        counts.answers[gold.IMPORTED] = imported.answers
+        counts.claims[gold.IMPORTED] = imported.claims
+        for split, n in imported.claims_by_split.items():
+            counts.by_split.setdefault(split, Counter())[gold.IMPORTED] = n
+        for split, n in imported.answers_by_split.items():
+            counts.answers_by_split.setdefault(split, Counter())[gold.IMPORTED] = n
+    return counts
 
 
 def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:
@@ -613,8 +656,20 @@ def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:
     return row
 
 
-def _reviewer(user_id: int, labels: dict, keys, names) -> dict[str, Any]:
+def _reviewer(user_id: int | None, labels: dict, keys, names) -> dict[str, Any] | None:
+    """A reviewer's labels, pseudonymous; None for an item no reviewer pair labelled."""
+    if user_id is None:
+        return None
     return {"reviewer": names.get(user_id, "R?"), **{k: labels.get(k) for k in keys}}
+
+
+def _imported(imported: gold.Imported, keys) -> dict[str, Any]:
+    """An item's imported gold as a row carries it: its provenance and the label as
+    imported, shaped as a reviewer's (the same keys)."""
+    return {
+        **imported.provenance.as_dict(),
+        "labels": {k: imported.labels.get(k) for k in keys},
+    }
 
 
 def _claim_row(common: dict, claim, pair, fields) -> GoldRow:

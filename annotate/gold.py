@@ -10,6 +10,13 @@ is absent from the pairs' gold. `support_binary` is always there and decided on 
 reviewers who both say unsupported agree on it though they differ in subtype (only `support`
 then waits for a lead), and a lead's `support` decision decides it too. An answer's
 `support_binary` is its claims' (answer_support): unsupported once one claim's is.
+
+Gold from elsewhere (annotate.services.gold_import) is read beside the pairs, never as one:
+gold_for_project gives every gold item -- each pair, carrying its item's imported gold when
+it has one (`imported`), and the items of answers with imported gold and no pair, every field
+gold as `imported`. The reviewers' agreed or adjudicated gold stands over imported gold (a
+field they dispute waits for a lead as any other); the adjudication queue and agreement read
+pairs only.
 """
 
 from __future__ import annotations
@@ -22,11 +29,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from django.db.models import Count, Max, Sum, TextField
+from django.db.models import Count, Max, Q, Sum, TextField
 from django.db.models.functions import Cast
 
 from annotate import collector
-from annotate.models import Answer, Assignment, ClaimLabel, Decision, Project
+from annotate.models import (
+    Answer,
+    Assignment,
+    ClaimLabel,
+    Decision,
+    ImportedClaimGold,
+    ImportedGold,
+    Project,
+)
 from annotate.schema import SUPPORTED, UNSUPPORTED, LabelSchema, support_binary
 
 # Every field there can be; a project's schema chooses among them (claim_fields / answer_fields).
@@ -55,22 +70,61 @@ def answer_fields(schema: LabelSchema) -> tuple[str, ...]:
 
 
 AGREED, ADJUDICATED, PENDING, UNION = "agreed", "adjudicated", "pending", "union"
+IMPORTED = "imported"  # gold from elsewhere, one label per item (no second reviewer)
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where an item's imported gold came from: the import's source name, the file's name and
+    SHA-256 (annotate.models.GoldImport), and the file's line."""
+
+    source: str
+    file_name: str
+    sha256: str
+    line: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "file_name": self.file_name,
+            "sha256": self.sha256,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """An item's imported gold: its values shaped as a pair's gold (the fields of the
+    project's schema), the label as imported (note included, shaped as a reviewer's), and
+    where it came from."""
+
+    gold: dict[str, Any]
+    labels: dict[str, Any]
+    provenance: Provenance
 
 
 @dataclass
 class ItemPair:
-    """One claim (or answer, when claim_id is None) labelled by reviewers A and B."""
+    """One claim (or answer, when claim_id is None) labelled by reviewers A and B; or, with
+    no reviewer (reviewer_a and reviewer_b None, `a` and `b` empty), an item whose gold is
+    imported. `imported` is the item's imported gold, where it has some."""
 
     answer_id: int
     claim_id: int | None
     ordinal: int | None
-    reviewer_a: int
-    reviewer_b: int
+    reviewer_a: int | None
+    reviewer_b: int | None
     a: dict[str, Any]
     b: dict[str, Any]
     gold: dict[str, Any] = field(default_factory=dict)
     source: dict[str, str] = field(default_factory=dict)
     rationale: dict[str, str] = field(default_factory=dict)
+    imported: Imported | None = None
+
+    @property
+    def paired(self) -> bool:
+        """Whether two reviewers labelled the item (else its gold is imported alone)."""
+        return self.reviewer_a is not None
 
     def differs(self, name: str) -> bool:
         return comparable(name, self.a) != comparable(name, self.b)
@@ -255,6 +309,214 @@ def pairs_in_chunks(
     holds a big project's pairs at once."""
     for start in range(0, len(answer_ids), PAIR_CHUNK):
         yield pairs_for_project(project, answer_ids=answer_ids[start : start + PAIR_CHUNK])
+
+
+# --- Gold from elsewhere --------------------------------------------------------------------
+
+
+def imported_gold(
+    project: Project, *, answer_ids=None
+) -> tuple[dict[int, Imported], dict[int, tuple[int, int, Imported]]]:
+    """The imported gold of the project's answers (or of `answer_ids`): (answer pk ->
+    Imported, claim pk -> (answer pk, ordinal, Imported)). Two queries; one when none of
+    the answers has imported gold."""
+    schema = project.schema
+    answer_names, claim_names = answer_fields(schema), claim_fields(schema)
+    rows = ImportedGold.objects.all()
+    claim_rows = ImportedClaimGold.objects.all()
+    if answer_ids is None:
+        rows = rows.filter(gold_import__project=project)
+        claim_rows = claim_rows.filter(gold__gold_import__project=project)
+    else:
+        rows = rows.filter(answer_id__among=list(answer_ids))
+        claim_rows = claim_rows.filter(gold__answer_id__among=list(answer_ids))
+    answers: dict[int, Imported] = {}
+    for answer_pk, line, source, file_name, sha256, *values in rows.values_list(
+        "answer_id",
+        "line",
+        "gold_import__source",
+        "gold_import__file_name",
+        "gold_import__sha256",
+        *_ANSWER_LABEL_KEYS,
+    ):
+        labels = dict(zip(_ANSWER_LABEL_KEYS, values, strict=True))
+        gold = {
+            name: sorted(labels[name] or []) if name == "failure_labels" else labels[name]
+            for name in answer_names
+        }
+        answers[answer_pk] = Imported(gold, labels, Provenance(source, file_name, sha256, line))
+    claims: dict[int, tuple[int, int, Imported]] = {}
+    if not answers:
+        return answers, claims  # the usual case: one query
+    for row in claim_rows.order_by("claim_id").values_list(
+        "gold__answer_id",
+        "claim_id",
+        "claim__ordinal",
+        "support",
+        "severity",
+        "requires_evidence",
+        Cast("citations", TextField()),
+        Cast("evidence_ids", TextField()),
+        "evidence_quote",
+        "note",
+    ):
+        answer_pk, claim_pk, ordinal = row[0], row[1], row[2]
+        parent = answers.get(answer_pk)
+        if parent is None:  # a claim row is written with its answer's, in one transaction
+            continue
+        labels = _claim_values(row)
+        gold = {}
+        for name in claim_names:
+            if name == "evidence":
+                gold[name] = {
+                    "evidence_ids": sorted(labels["evidence_ids"]),
+                    "evidence_quote": labels["evidence_quote"],
+                }
+            else:
+                gold[name] = labels[name]
+        claims[claim_pk] = (answer_pk, ordinal, Imported(gold, labels, parent.provenance))
+    return answers, claims
+
+
+_ANSWER_LABEL_KEYS = ("relevance", "abstention", "failure_labels", "note")
+
+
+def _imported_sources(names) -> dict[str, str]:
+    return dict.fromkeys(names, IMPORTED)
+
+
+@collector.paused()
+def gold_for_project(project: Project, *, answer_ids=None) -> tuple[list[ItemPair], list[ItemPair]]:
+    """(answer items, claim items) of every gold item of the project (or of `answer_ids`):
+    the pairs of pairs_for_project, each with its item's imported gold (`imported`), and the
+    items of answers that have imported gold and no pair, every field gold as `imported`
+    (reviewer_a and reviewer_b None). Five queries whatever the size (four when none of the
+    answers has imported gold)."""
+    answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=answer_ids)
+    answers, claims = imported_gold(project, answer_ids=answer_ids)
+    if not answers:
+        return answer_pairs, claim_pairs
+    schema = project.schema
+    paired = {pair.answer_id for pair in answer_pairs}
+    for pair in answer_pairs:
+        pair.imported = answers.get(pair.answer_id)
+    for pair in claim_pairs:
+        found = claims.get(pair.claim_id)
+        pair.imported = found[2] if found is not None else None
+    # Every imported item's sources are the same: one dict each for answers and claims
+    # (nobody mutates a derived item's sources).
+    answer_sources = _imported_sources(answer_fields(schema))
+    claim_sources = _imported_sources(claim_fields(schema))
+    alone = [
+        ItemPair(
+            answer_id=pk,
+            claim_id=None,
+            ordinal=None,
+            reviewer_a=None,
+            reviewer_b=None,
+            a={},
+            b={},
+            gold=dict(imported.gold),
+            source=answer_sources,
+            imported=imported,
+        )
+        for pk, imported in answers.items()
+        if pk not in paired
+    ]
+    alone_claims = [
+        ItemPair(
+            answer_id=answer_pk,
+            claim_id=claim_pk,
+            ordinal=ordinal,
+            reviewer_a=None,
+            reviewer_b=None,
+            a={},
+            b={},
+            gold=dict(imported.gold),
+            source=claim_sources,
+            imported=imported,
+        )
+        for claim_pk, (answer_pk, ordinal, imported) in claims.items()
+        if answer_pk not in paired
+    ]
+    if not alone:
+        return answer_pairs, claim_pairs
+    return (
+        sorted([*answer_pairs, *alone], key=lambda p: p.answer_id),
+        sorted([*claim_pairs, *alone_claims], key=lambda p: (p.answer_id, p.ordinal)),
+    )
+
+
+def gold_in_chunks(
+    project: Project, answer_ids: list[int]
+) -> Iterator[tuple[list[ItemPair], list[ItemPair]]]:
+    """gold_for_project over `answer_ids`, PAIR_CHUNK answers at a time (at most five
+    queries a chunk), as pairs_in_chunks."""
+    for start in range(0, len(answer_ids), PAIR_CHUNK):
+        yield gold_for_project(project, answer_ids=answer_ids[start : start + PAIR_CHUNK])
+
+
+def imported_answers(project: Project):
+    """The project's answers with imported gold, in answer order, each with `n`, its
+    submitted label sets; callers pick the columns (`answer_id`, `n`, ...)."""
+    return (
+        ImportedGold.objects.filter(gold_import__project=project)
+        .annotate(
+            n=Count(
+                "answer__assignments",
+                filter=Q(answer__assignments__status=Assignment.Status.SUBMITTED),
+            )
+        )
+        .order_by("answer_id")
+    )
+
+
+@dataclass(frozen=True)
+class ImportedAlone:
+    """The gold items that came without a second reviewer: answers whose gold is imported and
+    that two reviewers have not both labelled, with their claims (by judge split too), and
+    the sources their gold came from. Agreement cannot count them (it needs two people);
+    every report that shows a human-human figure says how many they are."""
+
+    answers: int = 0
+    claims: int = 0
+    answers_by_split: dict[str, int] = field(default_factory=dict)
+    claims_by_split: dict[str, int] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"answers": self.answers, "claims": self.claims, "sources": list(self.sources)}
+
+
+def imported_alone(project: Project) -> ImportedAlone:
+    """ImportedAlone of the project, in two queries."""
+    rows = imported_answers(project).filter(n__lt=2)
+    alone = {
+        pk: (judge_split(case_id), source)
+        for pk, case_id, source in rows.values_list(
+            "answer_id", "answer__case__case_id", "gold_import__source"
+        )
+    }
+    if not alone:
+        return ImportedAlone()
+    by_split: Counter = Counter()
+    counts = (
+        ImportedClaimGold.objects.filter(gold__gold_import__project=project)
+        .values("gold__answer_id")
+        .annotate(c=Count("pk"))
+        .order_by()
+        .values_list("gold__answer_id", "c")
+    )
+    for answer_pk, n in counts:
+        if answer_pk in alone:
+            by_split[alone[answer_pk][0]] += n
+    return ImportedAlone(
+        answers=len(alone),
+        claims=sum(by_split.values()),
+        answers_by_split=dict(Counter(split for split, _ in alone.values())),
+        claims_by_split=dict(by_split),
+        sources=tuple(sorted({source for _, source in alone.values()})),
+    )
 
 
 # Fields whose value two reviewers agree on when it is equal, as it is (comparable() returns
@@ -537,11 +799,14 @@ def label_states(project: Project) -> dict[int, tuple]:
 
 
 def pair_state(pair: ItemPair) -> str:
-    """PENDING while a field awaits a lead; ADJUDICATED once a lead decided one; else AGREED."""
+    """PENDING while a field awaits a lead; ADJUDICATED once a lead decided one; IMPORTED for
+    an item whose gold is imported alone; else AGREED."""
     if pair.pending:
         return PENDING
     if ADJUDICATED in pair.source.values():
         return ADJUDICATED
+    if not pair.paired:
+        return IMPORTED
     return AGREED
 
 
@@ -574,8 +839,11 @@ def answer_gold(
     pair: ItemPair, claims: Iterable[ItemPair], fields: Iterable[str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """(gold, sources) of an answer's gold row: the answer fields of the schema (`fields`)
-    and support_binary, derived from its claims (answer_support)."""
+    and support_binary, derived from its claims (answer_support). An answer whose gold is
+    imported alone takes its support_binary from its imported claims, as `imported`."""
     value, source = answer_support(claims)
+    if not pair.paired and source != PENDING:
+        source = IMPORTED
     values = {name: pair.gold.get(name) for name in fields}
     values["support_binary"] = value
     return values, {**pair.source, "support_binary": source}
@@ -583,9 +851,13 @@ def answer_gold(
 
 def row_state(sources: dict[str, str]) -> str:
     """A gold row's state from its fields' sources: PENDING while one waits for a lead, then
-    ADJUDICATED when a lead decided one, else AGREED (for a claim, what pair_state says)."""
-    values = sources.values()
-    return next((s for s in SOURCE_PRECEDENCE if s in values), AGREED)
+    ADJUDICATED when a lead decided one, IMPORTED for a row whose gold is imported alone
+    (its fields are all imported), else AGREED (for a claim, what pair_state says)."""
+    values = set(sources.values())
+    found = next((s for s in SOURCE_PRECEDENCE if s in values), None)
+    if found is not None:
+        return found
+    return IMPORTED if IMPORTED in values else AGREED
 
 
 def adjudication_queue(

@@ -102,19 +102,42 @@ class NewProjectForm(FormatFields):
 
 
 class UploadForm(FormatFields):
-    field_order = ["format", "variant", "label_schema", "file", "replace", "confirm_deletions"]
+    field_order = [
+        "format",
+        "variant",
+        "label_schema",
+        "source",
+        "file",
+        "replace",
+        "confirm_deletions",
+        "replace_gold",
+    ]
     format = forms.ChoiceField(
         choices=[
             *FORMATS,
             ("labels", "Reviewers' labels made elsewhere (JSONL, once labelling is open)"),
+            (
+                "gold",
+                "Gold from elsewhere: one adjudicated label per answer, as a benchmark ships "
+                "it (JSONL, once labelling is open)",
+            ),
         ],
         initial="bundle",
         required=False,
         widget=forms.RadioSelect,
         label="File format",
         help_text=FormatFields.base_fields["format"].help_text
-        + " Labels: one line per reviewer and answer (docs/bundle-format.md).",
+        + " Labels: one line per reviewer and answer (docs/bundle-format.md). Gold: one line "
+        "per answer in the same format without reviewer.",
     )
+    source = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Source of the gold",
+        help_text="Where these labels come from, kept with every gold row they give: a "
+        "benchmark's name, an expert, an earlier campaign.",
+    )
+    source.required_when = "format=gold"  # _field.html: shown and required only then
     file = BundleFileField(
         label="File",
         help_text="Rows already in the project with the same content are skipped.",
@@ -131,6 +154,19 @@ class UploadForm(FormatFields):
         help_text="A replace that deletes answers (with their claims and judge verdicts) lists "
         "them first and goes on only when this is ticked.",
     )
+    replace_gold = forms.BooleanField(
+        required=False,
+        label="Replace imported gold",
+        help_text="An answer that already holds other imported gold takes this file's; "
+        "without it such a line is refused.",
+    )
+    replace_gold.shown_when = "format=gold"  # _field.html: shown only then
+
+    def clean(self):
+        data = super().clean()
+        if data["format"] == "gold" and not data.get("source", "").strip():
+            self.add_error("source", "Name where this gold comes from.")
+        return data
 
 
 class AddMemberForm(forms.Form):

@@ -183,6 +183,7 @@ def project_upload(request, project, role):
         kind = {
             "ragas": Job.Kind.RAGAS_IMPORT,
             "labels": Job.Kind.LABEL_IMPORT,
+            "gold": Job.Kind.GOLD_IMPORT,
         }.get(data["format"], Job.Kind.BUNDLE_IMPORT)
         # Said on its field at once, before the upload waits for a worker (which checks again).
         problem = services.label_schema_problem(project=project, schema=data["label_schema"])
@@ -210,6 +211,15 @@ def _start_upload(request, project, form, kind) -> tuple:
     """(response, bundle errors, deletions) of the upload page's file, queued for import."""
     data = form.cleaned_data
     schema = data["label_schema"]
+    if kind == Job.Kind.GOLD_IMPORT:
+        params = {"source": data["source"], "replace": data["replace_gold"]}
+    else:
+        params = {
+            "replace": data["replace"],
+            "confirm_deletions": data["confirm_deletions"],
+            "variant": data["variant"],
+            "label_schema": schema.as_dict() if schema else None,
+        }
     try:
         job = jobs.start_import(
             kind=kind,
@@ -217,12 +227,7 @@ def _start_upload(request, project, form, kind) -> tuple:
             upload=data["file"],
             slug=project.slug,
             project=project,
-            params={
-                "replace": data["replace"],
-                "confirm_deletions": data["confirm_deletions"],
-                "variant": data["variant"],
-                "label_schema": schema.as_dict() if schema else None,
-            },
+            params=params,
         )
     except jobs.EmptyUpload as exc:
         form.add_error("file", str(exc))

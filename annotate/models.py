@@ -608,3 +608,83 @@ class StoredShare(models.Model):
 
     def __str__(self) -> str:
         return f"share of answer {self.answer_id}"
+
+
+class GoldImport(models.Model):
+    """One file of gold from elsewhere (`import_gold`): one adjudicated label per answer, made
+    outside this project's double-blind labelling -- a benchmark, an expert's pass, an earlier
+    campaign. Its answers' rows (ImportedGold) are gold with source `imported`; this row is
+    their provenance, kept when a later file replaces them (the file's history)."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="gold_imports", db_index=False
+    )
+    source = models.CharField(max_length=200, help_text="Where the labels come from (--source).")
+    file_name = models.CharField(max_length=255, help_text="The imported file, as it was named.")
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the file's bytes.")
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    imported_at = models.DateTimeField(auto_now_add=True)
+    answer_count = models.PositiveIntegerField(default=0, help_text="Answers it gave gold.")
+    claim_count = models.PositiveIntegerField(default=0, help_text="Claims it gave gold.")
+    replaced_count = models.PositiveIntegerField(
+        default=0, help_text="Of its answers, those whose earlier imported gold it replaced."
+    )
+
+    class Meta:
+        ordering = ["project_id", "imported_at", "pk"]
+        indexes = [models.Index(fields=["project", "imported_at"], name="gold_import_idx")]
+
+    def __str__(self) -> str:
+        return f"gold from {self.source} ({self.file_name})"
+
+
+class ImportedGold(models.Model):
+    """One answer's imported gold: its answer-level fields (those of the reviewer-label
+    format), its claims' in ImportedClaimGold. One per answer at a time: a later file replaces
+    it only when asked to (`--replace`). Never shown to reviewers, never part of agreement."""
+
+    gold_import = models.ForeignKey(GoldImport, on_delete=models.CASCADE, related_name="answers")
+    answer = models.OneToOneField(Answer, on_delete=models.CASCADE, related_name="imported_gold")
+    line = models.PositiveIntegerField(help_text="The line of the file it came from.")
+    relevance = models.PositiveSmallIntegerField(null=True, blank=True)
+    abstention = models.CharField(max_length=12, choices=Abstention, blank=True)
+    failure_labels = models.JSONField(default=list, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["answer_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(relevance__isnull=True) | Q(relevance__lte=2),
+                name="imported_relevance_0_to_2",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"imported gold of {self.answer_id}"
+
+
+class ImportedClaimGold(models.Model):
+    """One claim's imported gold, with the claim-level fields of the reviewer-label format."""
+
+    gold = models.ForeignKey(ImportedGold, on_delete=models.CASCADE, related_name="claims")
+    claim = models.OneToOneField(Claim, on_delete=models.CASCADE, related_name="imported_gold")
+    support = models.CharField(max_length=24, choices=Support, blank=True)
+    severity = models.CharField(max_length=10, choices=Severity, blank=True)
+    requires_evidence = models.BooleanField(default=True)
+    evidence_ids = models.JSONField(default=list, blank=True)
+    evidence_quote = models.TextField(blank=True)
+    citations = models.JSONField(default=dict, blank=True, help_text="cited id -> verdict")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["gold_id", "claim_id"]
+
+    def __str__(self) -> str:
+        return f"imported gold of claim {self.claim_id}"

@@ -15,6 +15,8 @@ What the fingerprint covers, and why that is every way the data changes:
 - a reviewer's label set: every submission writes a LabelRevision (browser, API, label import),
   and a reopen moves the assignment out of ``submitted``: the revisions' count and largest id
   with the number of submitted assignments;
+- gold imported from elsewhere (import_gold): its files and its answers' rows, count and
+  largest id (a replace deletes an answer's rows and writes new ones);
 - rows updated in place by a re-import (cases, variants, judgment grades) and answers corrected
   in place (AnswerCorrection rows); claims and citations, while the project is in set-up, the
   only time they are edited on their own (their count, largest id and claims' ends' sum);
@@ -49,6 +51,8 @@ from annotate.models import (
     Citation,
     Claim,
     Decision,
+    GoldImport,
+    ImportedGold,
     Judgment,
     LabelRevision,
     Passage,
@@ -86,6 +90,8 @@ COUNTED = {
     "passages": (Passage, "project"),
     "decisions": (Decision, "answer__project"),
     "revisions": (LabelRevision, "assignment__project"),
+    "gold_imports": (GoldImport, "project"),
+    "imported_gold": (ImportedGold, "gold_import__project"),
 }
 
 
@@ -101,8 +107,10 @@ def data_version(project: Project) -> str:
 
 
 # The figures that move with the labels alone: label sets submitted or reopened, revisions,
-# a lead's decisions.
-LABEL_FIGURES = frozenset({"v_submitted", "v_revisions", "v_decisions"})
+# a lead's decisions, gold imported from elsewhere.
+LABEL_FIGURES = frozenset(
+    {"v_submitted", "v_revisions", "v_decisions", "v_gold_imports", "v_imported_gold"}
+)
 
 
 def data_versions(project: Project) -> tuple[str, str]:

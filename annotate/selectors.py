@@ -77,6 +77,13 @@ def pair_summary(project: Project, reports: ProjectReports | None = None) -> gol
     return reports.get("pair-summary", lambda: shares.summary(project))
 
 
+def imported_alone(project: Project, reports: ProjectReports | None = None) -> gold.ImportedAlone:
+    """gold.imported_alone (the gold items imported with no second reviewer), kept per data
+    version with the pair summary: a second view of the gold page reads neither again."""
+    reports = reports if reports is not None else reports_of(project)
+    return reports.get("imported-alone", lambda: gold.imported_alone(project))
+
+
 class PairShares:
     """A project's answers' shares of its pair summary (gold.AnswerShare), each with the
     label state it was derived from (gold.label_states). Kept under the project's content

@@ -690,6 +690,7 @@ def gold_page(request, project, role):
     """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
     and the download's filters."""
     form = GoldExportForm(request.GET or None)
+    reports = reports_of(project)  # the data version read once for both
     return render(
         request,
         "annotate/gold.html",
@@ -699,8 +700,13 @@ def gold_page(request, project, role):
             "form": form,
             # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
             # with the adjudication queue; after a submission or a decision only the answers
-            # that changed are derived again (selectors.PairShares).
-            "counts": exports.gold_counts(project, summary=selectors.pair_summary(project)),
+            # that changed are derived again (selectors.PairShares). Beside them, the items
+            # whose gold is imported alone.
+            "counts": exports.gold_counts(
+                project,
+                summary=selectors.pair_summary(project, reports),
+                imported=selectors.imported_alone(project, reports),
+            ),
             "written_by_worker": exports.gold_size(project)
             > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
         },

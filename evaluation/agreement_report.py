@@ -8,6 +8,10 @@ doubly-labelled claims is one round trip plus vectorised statistics.
 The fields follow the project's label schema: `support` on its scale (three-way or binary),
 `support_binary` always (unsupported = contradicted or insufficient evidence), and the other
 fields only where the schema labels them. A field that is off is absent from the report.
+
+Gold imported from elsewhere (one label per item) never enters: agreement needs two people.
+The report says how many gold items came that way with no second reviewer
+(`gold_without_second_reviewer`), beside the figures they are not part of.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotate.gold import imported_alone
 from annotate.models import Answer, Assignment, Case, ClaimLabel, Project
 from annotate.schema import LabelSchema, support_binary
 from evaluation.agreement import (
@@ -386,7 +391,12 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     claims, evidence = aligned_claims(project)
     aligned = {**claims, **aligned_answers(project)}
     fields = tuple(aligned)
-    report: dict = {"project": project.slug, "slices": {}, "pairs": []}
+    report: dict = {
+        "project": project.slug,
+        "slices": {},
+        "pairs": [],
+        "gold_without_second_reviewer": imported_alone(project).as_dict(),
+    }
     for slice_name in SLICES:
         section = {
             name: _field_report(

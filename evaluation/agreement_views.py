@@ -179,6 +179,8 @@ def agreement(request, project, role):
             "pairs": pairs,
             "identical_notes": notes,
             "stored": stored,
+            # Gold with no second reviewer: in no figure here, said so beside them.
+            "imported": report.get("gold_without_second_reviewer") or {},
         },
     )
 

@@ -72,6 +72,10 @@ class AgreementSerializer(serializers.Serializer):
         help_text="Some pair's two label sets are identical on every item they share: one "
         "label set imported twice under two names, not two reviewers."
     )
+    gold_without_second_reviewer = serializers.DictField(
+        help_text="Gold items imported from elsewhere with no second reviewer, so in no "
+        "agreement figure: answers, claims, and the sources they came from."
+    )
 
 
 def _ks(value: str) -> list[int]:
@@ -234,6 +238,12 @@ class CalibrationSerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     kappa = serializers.FloatField(allow_null=True)
     human_kappa = serializers.FloatField(allow_null=True)
+    gold_items = serializers.IntegerField(help_text="Gold claims in the split.")
+    gold_sources = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="The gold items by where their gold came from: agreed, adjudicated, "
+        "imported (from elsewhere, no second reviewer).",
+    )
     tpr = serializers.FloatField(allow_null=True)
     tnr = serializers.FloatField(allow_null=True)
     confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")

@@ -8,7 +8,8 @@ and by prediction-powered inference (PPI) using the gold items the judge also la
 Both corrections assume the gold items and the target are random samples of one population.
 ``calibration_population`` chooses them so that they are: claims whose reviewers disagree are
 the hard ones, not a random sample, so an answer with a pending dispute (or with a single
-reviewer) belongs to neither side and is counted apart.
+reviewer) belongs to neither side and is counted apart. An answer with gold from elsewhere
+(one label per item, imported) is a gold item, never part of the target.
 """
 
 from __future__ import annotations
@@ -447,8 +448,9 @@ class PopulationClaim:
     claim: Hashable
     answer: Hashable
     reviewers: int  # submitted label sets on the claim's answer
-    decided: bool  # its gold support_binary is decided (agreed or adjudicated)
+    decided: bool  # its gold support_binary is decided (agreed, adjudicated or imported)
     judged: bool  # the judge gave it a scored (ok) label
+    imported: bool = False  # its answer has gold from elsewhere (annotate.gold.IMPORTED)
 
 
 @dataclass
@@ -481,22 +483,25 @@ class Population:
 def calibration_population(claims: Iterable[PopulationClaim]) -> Population:
     """Sort claims into gold items and target (SPEC.md "Model judges").
 
-    - **gold**: the claims of answers labelled by two reviewers whose support_binary is
-      decided for every claim (all of them, judged or not: the caller scores the judged);
-    - **target**: the claims the judge labelled in answers **no reviewer has labelled**;
+    - **gold**: the claims of answers labelled by two reviewers, or with gold imported from
+      elsewhere, whose support_binary is decided for every claim (all of them, judged or not:
+      the caller scores the judged);
+    - **target**: the claims the judge labelled in answers **no reviewer has labelled** and
+      no imported gold covers;
     - **excluded**: the judged claims of answers with a pending dispute (two reviewers, some
-      claim undecided) or with a single reviewer: not a random sample of either side.
+      claim undecided) or with a single reviewer and no imported gold: not a random sample
+      of either side.
     """
     by_answer: dict[Hashable, list[PopulationClaim]] = defaultdict(list)
     for claim in claims:
         by_answer[claim.answer].append(claim)
     population = Population()
     for answer_claims in by_answer.values():
-        reviewers = answer_claims[0].reviewers
+        reviewers, imported = answer_claims[0].reviewers, answer_claims[0].imported
         judged = sum(c.judged for c in answer_claims)
-        if reviewers == 0:
+        if reviewers == 0 and not imported:
             population.target.extend(c.claim for c in answer_claims if c.judged)
-        elif reviewers == 1:
+        elif reviewers == 1 and not imported:
             population.excluded["single_reviewer"] += judged
         elif all(c.decided for c in answer_claims):
             population.gold.extend(c.claim for c in answer_claims)

@@ -6,12 +6,14 @@ the change. The statistics are evaluation.calibration's and evaluation.agreement
 functions; this module only chooses the items and hands them the right arrays.
 
 Items, for claim support (SPEC.md "Model judges"; evaluation.calibration.calibration_population):
-- **gold items** are the claims of the chosen split in answers labelled by two reviewers whose
-  support_binary is decided for every claim. Each is *scored* (the judge gave an ok label),
-  *malformed*, *timed out* or *missing* (no verdict); n counts the scored ones and
-  coverage = n / gold items;
-- the **target** is every claim the judge labelled (ok) in an answer no reviewer has labelled,
-  in any split: the population whose unsupported share the corrected estimates are about;
+- **gold items** are the claims of the chosen split in answers labelled by two reviewers, or
+  with gold imported from elsewhere (annotate.gold.IMPORTED: one label per item, no second
+  reviewer), whose support_binary is decided for every claim. Each is *scored* (the judge
+  gave an ok label), *malformed*, *timed out* or *missing* (no verdict); n counts the scored
+  ones and coverage = n / gold items; `gold_sources` says where their gold came from;
+- the **target** is every claim the judge labelled (ok) in an answer no reviewer has labelled
+  and no imported gold covers, in any split: the population whose unsupported share the
+  corrected estimates are about;
 - claims of answers with a pending dispute or a single reviewer belong to neither and are
   counted (`excluded`); while a dispute is pending the estimate is `provisional`.
 
@@ -37,11 +39,12 @@ from scipy.stats import binomtest
 
 from annotate.gold import (
     DEFAULT_SPLIT,
+    IMPORTED,
     SPLITS,
     ItemPair,
+    gold_for_project,
+    gold_in_chunks,
     judge_split,
-    pairs_for_project,
-    pairs_in_chunks,
 )
 from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import BINARY, UNSUPPORTED, support_binary
@@ -90,11 +93,11 @@ class ClaimInfo:
 
 @dataclass(frozen=True, slots=True)
 class PairGold:
-    """What the judge reports keep of a claim's label pair: its gold support and
-    support_binary (None while pending), where the support came from, each reviewer's
-    support (the human ceiling) and the gold evidence ids (the evidence-overlap bias). A
-    whole pair weighs some 2 KB; kept for every claim of a 100,000-claim project, the pairs
-    were most of a calibration's memory."""
+    """What the judge reports keep of a claim's label pair (or of its imported gold alone):
+    its gold support and support_binary (None while pending), where each came from, each
+    reviewer's support (the human ceiling; None without a pair) and the gold evidence ids
+    (the evidence-overlap bias). A whole pair weighs some 2 KB; kept for every claim of a
+    100,000-claim project, the pairs were most of a calibration's memory."""
 
     support: str | None
     support_binary: str | None
@@ -102,6 +105,7 @@ class PairGold:
     a: str | None
     b: str | None
     evidence_ids: tuple[str, ...]
+    binary_source: str | None = None
 
     @classmethod
     def of(cls, pair: ItemPair) -> PairGold:
@@ -112,6 +116,7 @@ class PairGold:
             a=pair.a.get("support"),
             b=pair.b.get("support"),
             evidence_ids=tuple(_gold_evidence_ids(pair)),
+            binary_source=pair.source.get("support_binary"),
         )
 
 
@@ -127,6 +132,7 @@ class ProjectGold:
     claim_pairs: dict[int, PairGold]
     answer_pairs: dict[int, ItemPair]
     reviewers: dict[int, int] = field(default_factory=dict)  # answer pk -> submitted sets
+    imported: frozenset[int] = frozenset()  # answers with gold from elsewhere
 
     def gold_support(self, claim_pk: int) -> str | None:
         """The decided support on the project's scale, or None."""
@@ -187,9 +193,11 @@ def load_gold(project: Project) -> ProjectGold:
     }
     answer_pairs: dict[int, ItemPair] = {}
     claim_pairs: dict[int, PairGold] = {}
-    for answer_chunk, claim_chunk in pairs_in_chunks(project, sorted(answers)):
+    imported: set[int] = set()
+    for answer_chunk, claim_chunk in gold_in_chunks(project, sorted(answers)):
         answer_pairs.update((pair.answer_id, pair) for pair in answer_chunk)
         claim_pairs.update((pair.claim_id, PairGold.of(pair)) for pair in claim_chunk)
+        imported.update(pair.answer_id for pair in answer_chunk if pair.imported is not None)
     reviewers = dict(
         Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
         .values("answer_id")
@@ -204,6 +212,7 @@ def load_gold(project: Project) -> ProjectGold:
         claim_pairs=claim_pairs,
         answer_pairs=answer_pairs,
         reviewers=reviewers,
+        imported=frozenset(imported),
     )
 
 
@@ -333,6 +342,7 @@ def population(gold: ProjectGold, verdicts: RunVerdicts):
             reviewers=gold.reviewers.get(claim.answer.pk, 0),
             decided=gold.gold_binary(claim.pk) is not None,
             judged=claim.pk in verdicts.claims and verdicts.claims[claim.pk].status == OK,
+            imported=claim.answer.pk in gold.imported,
         )
         for claim in gold.claims.values()
     )
@@ -423,6 +433,9 @@ def calibration_report(
     else:
         report = judge_report(*_on_scale(scored, "three_way"), SUPPORT)
     human = _human_agreement(gold, split, n_boot=min(n_boot, 1000), seed=seed)
+    sources = _gold_sources(gold, split, chosen.gold)
+    # Beside the human-human figure: the gold items it cannot cover (no second reviewer).
+    human["no_second_reviewer"] = sources[IMPORTED]
     # The judge's kappa gets the interval the human ceiling has: a bootstrap over answers.
     kappa_ci = _judge_kappa_ci(scored, scale, n_boot=min(n_boot, 1000), seed=seed)
     binary_kappa_ci = _judge_kappa_ci(scored, "binary", n_boot=min(n_boot, 1000), seed=seed)
@@ -461,6 +474,7 @@ def calibration_report(
         "split": split,
         "scale": scale,
         "gold_items": lost["gold_items"],
+        "gold_sources": sources,
         "n": n,
         "malformed": lost["malformed"],
         "timeouts": lost["timeouts"],
@@ -529,6 +543,22 @@ def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, urls=None,
     urls = urls or _answer_urls(project.slug, run.pk)
     row["url"] = urls(claim.answer.pk, claim.ordinal)
     return row
+
+
+GOLD_SOURCES = ("agreed", "adjudicated", IMPORTED)
+
+
+def _gold_sources(gold: ProjectGold, split: str, gold_pks: Iterable[int]) -> dict[str, int]:
+    """The split's gold items by where their support_binary came from: two reviewers who
+    agreed, a lead who decided, or gold imported from elsewhere (no second reviewer; an
+    item reviewers also labelled counts by their gold, which stands over the imported)."""
+    counts = dict.fromkeys(GOLD_SOURCES, 0)
+    for pk in gold_pks:
+        if in_split(gold.claims[pk].answer.split, split):
+            source = gold.claim_pairs[pk].binary_source
+            if source in counts:
+                counts[source] += 1
+    return counts
 
 
 def _human_agreement(gold: ProjectGold, split: str, *, n_boot: int, seed: int) -> dict:
@@ -894,7 +924,7 @@ def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> l
     # The quote and the rationale are in the whole pairs only (ProjectGold keeps less).
     chosen_pks = {claim.pk for claim in chosen}
     quotes, rationales = {}, {}
-    for _, claim_pairs in pairs_in_chunks(project, answer_pks):
+    for _, claim_pairs in gold_in_chunks(project, answer_pks):
         for pair in claim_pairs:
             if pair.claim_id in chosen_pks:
                 quotes[pair.claim_id], rationales[pair.claim_id] = _quote_and_rationale(pair)
@@ -927,11 +957,14 @@ def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> l
 
 def _quote_and_rationale(pair: ItemPair) -> tuple[str | None, str]:
     """A few-shot example's quote (the gold evidence's) and rationale: the lead's when the
-    support was adjudicated, else the reviewers' notes."""
+    support was adjudicated, else the reviewers' notes (the imported label's note, for gold
+    imported alone)."""
     evidence = pair.gold.get("evidence")
     quote = evidence.get("evidence_quote") if isinstance(evidence, dict) else ""
     if pair.source.get("support") == "adjudicated":
         return quote, pair.rationale.get("support", "")
+    if not pair.paired:
+        return quote, (pair.imported.labels.get("note") or "") if pair.imported else ""
     notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
     return quote, " / ".join(dict.fromkeys(n for n in notes if n))
 
@@ -980,7 +1013,7 @@ class AnswerDetail:
 def answer_detail(*, run: JudgeRun, answer: Answer) -> AnswerDetail:
     """An answer's claims with gold and this run's verdicts, and the passages shown with it.
     `answer` must already be scoped to the run's project by the caller."""
-    answer_pairs, claim_pairs = pairs_for_project(run.project, answer_ids=[answer.pk])
+    answer_pairs, claim_pairs = gold_for_project(run.project, answer_ids=[answer.pk])
     by_claim = {p.claim_id: p for p in claim_pairs}
     verdicts = list(Verdict.objects.filter(run=run, answer=answer))
     claim_verdicts = {v.claim_id: v for v in verdicts if v.claim_id is not None}

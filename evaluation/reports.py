@@ -1,7 +1,7 @@
 """Evaluation reports: the project's data read once from the database, then scored by the pure
 functions of ``evaluation.metrics``, per variant and per slice.
 
-``load(project)`` runs a fixed number of queries (eleven, whatever the number of answers);
+``load(project)`` runs a fixed number of queries (twelve, whatever the number of answers);
 ``evaluate`` and ``compare`` accept its result as ``data=`` so a page that shows both reads
 the database once. Everything returned is plain JSON-able data with a stable key order.
 
@@ -9,9 +9,11 @@ Definitions this module fixes (SPEC.md fixes the metrics themselves):
 
 - **Slices.** ``all``, ``answerable``, ``unanswerable``, ``adversarial`` (the flag, whatever
   the answerability), ``dev`` and ``heldout`` (the case's split). Slices are never merged.
-- **Decided.** A gold field counts only when its source is ``agreed`` or ``adjudicated``; a
-  field the reviewers disagree on and no lead has decided is ``pending`` and is counted apart,
-  as are answers without two submitted label sets (``unlabelled``).
+- **Decided.** A gold field counts only when its source is ``agreed``, ``adjudicated`` or
+  ``imported`` (gold from elsewhere, one label per item: gold for every figure, as for
+  exports and calibration); a field the reviewers disagree on and no lead has decided is
+  ``pending`` and is counted apart, as are answers with neither two submitted label sets nor
+  imported gold (``unlabelled``).
 - **Label schema.** Only the fields the project labels are reported: with citations off there
   is no citation precision or coverage, with relevance off no relevance, and so on. The
   binary figures (faithfulness, unsupported answers, stage diagnosis) read support_binary,
@@ -55,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate import collector
-from annotate.gold import ADJUDICATED, AGREED, pairs_in_chunks
+from annotate.gold import ADJUDICATED, AGREED, IMPORTED, gold_in_chunks
 from annotate.models import (
     Answer,
     Case,
@@ -104,7 +106,7 @@ RETRIEVAL_METRICS = ("recall", "precision", "mrr", "ndcg")
 # Pipeline order: the stage bar reads left to right like index → retrieval → prompt → generation.
 STAGES = ("not_in_corpus", "not_retrieved", "not_in_prompt", "generation", "false_abstention")
 STAGE_ROWS = (*STAGES, "no_evidence", "ok", "pending", "unlabelled")
-DECIDED = frozenset({AGREED, ADJUDICATED})
+DECIDED = frozenset({AGREED, ADJUDICATED, IMPORTED})
 SUPPORTED = "supported"
 
 FAILING = (
@@ -120,7 +122,7 @@ STAGE_DEFINITIONS = {
     "no_evidence": "not diagnosable: failing, but the case names no evidence passage",
     "ok": "not failing, every claim decided",
     "pending": "not failing so far, but a claim's support is still undecided",
-    "unlabelled": "has claims but not two submitted label sets yet",
+    "unlabelled": "has claims but neither two submitted label sets nor imported gold yet",
 }
 # A binary project has no contradicted or insufficient claim, only unsupported ones.
 BINARY_GENERATION_STAGE = "generation: evidence in the prompt, yet a claim is unsupported"
@@ -361,7 +363,7 @@ def load(project: Project) -> Dataset:
         unresolved[claim_pk].add(cited_id)
 
     # Each chunk of pairs is folded into its answers' gold before the next is derived.
-    for answer_pairs, claim_pairs in pairs_in_chunks(project, list(answers)):
+    for answer_pairs, claim_pairs in gold_in_chunks(project, list(answers)):
         for pair in answer_pairs:
             answer = answers[pair.answer_id]
             answer.labelled = True

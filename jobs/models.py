@@ -54,6 +54,7 @@ class Job(models.Model):
         BUNDLE_IMPORT = "bundle_import", "Bundle import"
         RAGAS_IMPORT = "ragas_import", "Ragas dataset import"
         LABEL_IMPORT = "label_import", "Label import"
+        GOLD_IMPORT = "gold_import", "Gold import"
         JUDGE_IMPORT = "judge_import", "Judge run import"
         GOLD_EXPORT = "gold_export", "Gold export"
 

@@ -441,6 +441,37 @@ def _label_import(job: Job, progress: Progress) -> None:
         _done_import(job, progress, out, project)
 
 
+def _gold_import(job: Job, progress: Progress) -> None:
+    from annotate import services as annotate_services
+
+    p = job.params
+    with Opened(job, progress) as lines, transaction.atomic():
+        project = Project.objects.get(pk=job.project_id)
+        result = annotate_services.import_gold(
+            lines=lines,
+            project=project,
+            source=p.get("source") or "",
+            file_name=job.file_name,
+            user=job.created_by,
+            replace=p.get("replace", False),
+            progress=progress.step,
+        )
+        progress.stage = "written"
+        progress.rows_written = result.created + result.replaced
+        record = result.gold_import
+        out = {
+            "project": project.slug,
+            "source": result.source,
+            "created": result.created,
+            "replaced": result.replaced,
+            "unchanged": result.unchanged,
+            "claims": result.claims,
+            "sha256": record.sha256 if record is not None else None,
+            "summary": result.summary(),
+        }
+        _done_import(job, progress, out, project)
+
+
 def _judge_import(job: Job, progress: Progress) -> None:
     from evaluation.judges import import_judge_run
 
@@ -557,6 +588,7 @@ WORK: dict[str, Callable[[Job, Progress], None]] = {
     Job.Kind.BUNDLE_IMPORT: _bundle_import,
     Job.Kind.RAGAS_IMPORT: _ragas_import,
     Job.Kind.LABEL_IMPORT: _label_import,
+    Job.Kind.GOLD_IMPORT: _gold_import,
     Job.Kind.JUDGE_IMPORT: _judge_import,
     Job.Kind.GOLD_EXPORT: _gold_export,
 }

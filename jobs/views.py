@@ -37,10 +37,12 @@ def job_url(job: Job) -> str:
 
 def done_url(job: Job) -> str:
     """Where a finished import sends the person: the judge run's page for a judge run, the
-    project's set-up page for the rest."""
+    gold page for gold, the project's set-up page for the rest."""
     slug = job.result.get("project", job.project_slug)
     if job.kind == Job.Kind.JUDGE_IMPORT:
         return reverse("judge_run", kwargs={"slug": slug, "run_pk": job.result["run"]})
+    if job.kind == Job.Kind.GOLD_IMPORT:
+        return reverse("gold", kwargs={"slug": slug})
     return reverse("project_setup", kwargs={"slug": slug})
 
 
@@ -74,6 +76,9 @@ def announce(request, job: Job) -> None:
     result = job.result
     if job.kind == Job.Kind.LABEL_IMPORT:
         messages.success(request, f"Labels: {result.get('summary', 'imported')}.")
+        return
+    if job.kind == Job.Kind.GOLD_IMPORT:
+        messages.success(request, f"Gold: {result.get('summary', 'imported')}.")
         return
     if job.kind == Job.Kind.JUDGE_IMPORT:
         messages.success(

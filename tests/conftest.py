@@ -288,6 +288,40 @@ def _fresh_report_cache():
     reports.forget_decoded()
 
 
+def gold_for_every_answer(project: Project, *, note: str = "") -> list[bytes]:
+    """Lines of gold from elsewhere (import_gold) for every answer of the project, valid under
+    any label schema: every claim unsupported (insufficient evidence where the scale has it,
+    so no evidence is needed) and minor, each citation that resolves judged not to support it,
+    relevance 1, abstention appropriate where the answer declined; `note` everywhere."""
+    import json
+
+    schema = project.schema
+    lines = []
+    for answer in project.answers.order_by("answer_id").prefetch_related("claims__citations"):
+        line: dict = {"answer_id": answer.answer_id, "note": note, "claims": []}
+        if schema.answer("relevance"):
+            line["relevance"] = 1
+        if schema.answer("abstention") and answer.abstained:
+            line["abstention"] = "appropriate"
+        for claim in answer.claims.all():
+            item = {
+                "index": claim.ordinal,
+                "support": "unsupported" if schema.binary else "insufficient_evidence",
+                "note": note,
+            }
+            if schema.claim("severity"):
+                item["severity"] = "minor"
+            if schema.claim("citations"):
+                item["citations"] = {
+                    c.cited_id: "does_not_support"
+                    for c in claim.citations.all()
+                    if c.passage_id is not None
+                }
+            line["claims"].append(item)
+        lines.append(json.dumps(line).encode() + b"\n")
+    return lines
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Django's cache holds the wrong-token counts (annotate.tokens): each test starts with

@@ -230,6 +230,25 @@ class ReplaceQuerySerializer(serializers.Serializer):
     confirm_deletions = serializers.BooleanField(default=False)
 
 
+class GoldSourceSerializer(serializers.Serializer):
+    source = serializers.CharField(
+        max_length=200,
+        help_text="Where the labels come from (a benchmark's name, an expert, a campaign), "
+        "kept with every gold row they give.",
+    )
+    replace = serializers.BooleanField(
+        default=False,
+        help_text="Replace the imported gold of answers this file labels differently; "
+        "without it such a line is refused.",
+    )
+
+
+class GoldUploadSerializer(GoldSourceSerializer):
+    file = serializers.FileField(
+        help_text="UTF-8 JSONL, one line per answer: the reviewer-label format without `reviewer`."
+    )
+
+
 class LineErrorsSerializer(serializers.Serializer):
     """An import refused: every problem found, each 'line N: message'; nothing was written.
     A malformed request (no file) has field paths instead, like any other 400."""

@@ -14,6 +14,7 @@ urlpatterns = [
     path(P + "label-schema/", views.LabelSchemaView.as_view(), name="label-schema"),
     path(P + "bundle/", views.Bundle.as_view(), name="bundle"),
     path(P + "labels/", views.LabelsImport.as_view(), name="labels"),
+    path(P + "gold-imports/", views.GoldImportUpload.as_view(), name="gold-imports"),
     path(P + "members/", views.MemberList.as_view(), name="members"),
     path(P + "members/<str:username>/", views.MemberDetail.as_view(), name="member"),
     # reviewer

@@ -591,6 +591,42 @@ class LabelsImport(LeadView):
         )
 
 
+class GoldImportUpload(LeadView):
+    parser_classes = UPLOAD_PARSERS
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Import gold from elsewhere: one adjudicated label per answer (JSONL)",
+        description="The reviewer-label format without `reviewer`, one line per answer, "
+        "kept as gold with source `imported` and the file's name and SHA-256 as provenance "
+        "(docs/bundle-format.md, 'Gold from elsewhere'). A multipart upload (`file`, "
+        "`source`, `replace`), or the file itself as the body (`?source=…&replace=`). "
+        "Imported by a worker: 202 and the job to poll. All or nothing (a refused file ends "
+        "the job `failed` with every problem by line); the same file again is unchanged.",
+        request={
+            "multipart/form-data": s.GoldUploadSerializer,
+            "application/x-ndjson": OpenApiTypes.BINARY,
+        },
+        parameters=[
+            OpenApiParameter("source", str, description="With a raw JSONL body (required)."),
+            OpenApiParameter("replace", bool, description="With a raw JSONL body."),
+        ],
+        responses=responses({202: ACCEPTED_202}, r400=ERROR_400, r413=TOO_LARGE_413),
+    )
+    def post(self, request, slug):
+        upload, data = upload_file(request, s.GoldUploadSerializer)
+        if not data:
+            data = query(s.GoldSourceSerializer, request)
+        return start_import(
+            kind=Job.Kind.GOLD_IMPORT,
+            user=request.user,
+            upload=upload,
+            slug=self.project.slug,
+            project=self.project,
+            params={"source": data["source"], "replace": data["replace"]},
+        )
+
+
 # --- Members ---------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ One module per capability:
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - label_import: labels made elsewhere (import_labels)
+- gold_import: gold from elsewhere, one label per answer (import_gold)
 - adjudication: a lead's gold decisions (start_adjudication, adjudicate)
 - preferences: a person's own settings (set_preferences)
 """
@@ -27,6 +28,7 @@ from annotate.services.adjudication import (
     start_adjudication,
 )
 from annotate.services.base import NotAllowed, ServiceError
+from annotate.services.gold_import import GoldImportResult, import_gold
 from annotate.services.imports import (
     SLUG_ERRORS,
     SLUG_TAKEN,
@@ -90,6 +92,7 @@ __all__ = [
     "Conflict",
     "DeletionsNotConfirmed",
     "DecisionInput",
+    "GoldImportResult",
     "ImportResult",
     "LabelErrors",
     "LabelImportResult",
@@ -116,6 +119,7 @@ __all__ = [
     "check_row_label",
     "default_citation_verdicts",
     "import_bundle",
+    "import_gold",
     "import_labels",
     "import_members",
     "import_new_project",

@@ -19,12 +19,13 @@ from django.urls import NoReverseMatch, reverse
 from annotate.models import Answer, Assignment
 from annotate.services import (
     add_member,
+    import_gold,
     import_labels,
     next_task,
     open_labelling,
     save_claim_label,
 )
-from tests.conftest import FIXTURES, PASSWORD, import_fixture
+from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
     "project_setup",
@@ -38,6 +39,10 @@ LEAD_PAGES = [
     "judges",
 ]
 REVIEWER_PAGES = ["my_tasks", "queue_empty"]
+# Gold from elsewhere on every answer, the ones reviewers label included: none of it reaches
+# them (its source, its file, its notes).
+IMPORTED_SOURCE, IMPORTED_FILE = "secret-benchmark-x", "secret-benchmark-x.jsonl"
+IMPORTED_NOTE = "imported-gold-note-5c1e"
 
 
 @pytest.fixture
@@ -48,6 +53,12 @@ def demo(db, reviewer_a, reviewer_b, lead, outsider):
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
+    import_gold(
+        lines=gold_for_every_answer(project, note=IMPORTED_NOTE),
+        project=project,
+        source=IMPORTED_SOURCE,
+        file_name=IMPORTED_FILE,
+    )
     _import_demo_judge_run(project)
     return project
 
@@ -151,6 +162,7 @@ def _secrets(project, reviewer) -> list[str]:
     secrets |= set(Answer.objects.filter(project=project).values_list("answer_id", flat=True))
     others = project.memberships.exclude(user=reviewer).values_list("user__username", flat=True)
     secrets |= set(others)
+    secrets |= {IMPORTED_SOURCE, IMPORTED_FILE, IMPORTED_NOTE}
     with open(FIXTURES / "demo_labels.jsonl") as f:
         rows = [json.loads(line) for line in f]
     mine = {c["note"] for r in rows if r["reviewer"] == reviewer.username for c in r["claims"]}
@@ -190,7 +202,7 @@ def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_re
     )
     client.login(username=reviewer_a.username, password=PASSWORD)
     secrets = _secrets(demo, reviewer_a)
-    assert "verifier" in secrets and "bob" in secrets
+    assert "verifier" in secrets and "bob" in secrets and IMPORTED_NOTE in secrets
 
     start = ["/", _url("project", demo)]
     start += [_url("task", demo, number=n) for n in range(1, 62)]  # guessing task numbers
@@ -355,3 +367,21 @@ def test_answers_imported_after_opening_are_spread_through_the_queue_not_appende
     assert taken.answer.task_number == taken_number  # a task someone holds keeps its number
     keys = sorted(late.values_list("queue_key", flat=True))
     assert keys[0] < 0.5 < keys[-1]  # spread through the queue, not waiting at its end
+
+
+@pytest.mark.django_db
+def test_imported_gold_reaches_the_lead_and_never_a_reviewer(client, demo, reviewer_a, lead):
+    """The secrets the crawl looks for are real: the lead's gold download carries the
+    imported gold's source and notes; a reviewer's own task, on an answer that has imported
+    gold, carries none of it."""
+    client.login(username=lead.username, password=PASSWORD)
+    download = client.get(_url("gold_download", demo, fmt="jsonl"))
+    body = b"".join(download.streaming_content).decode()
+    assert IMPORTED_SOURCE in body and IMPORTED_NOTE in body and IMPORTED_FILE in body
+    client.logout()
+    task = next_task(project=demo, reviewer=reviewer_a)
+    assert task.answer.imported_gold.note == IMPORTED_NOTE
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    page = client.get(_url("task", demo, number=task.answer.task_number))
+    assert page.status_code == 200
+    assert not _leaks(page.content.decode(), [IMPORTED_SOURCE, IMPORTED_NOTE, IMPORTED_FILE])

@@ -2,7 +2,8 @@
 row and "Nothing is doubly labelled yet" above 49 agreed and 12 pending claims, because the
 template read a `total` no counter held (a Counter answers 0 for any key). Each number of the
 table is checked against a count of the export's rows, on the demo (every field on) and on a
-support-only project, with agreed, adjudicated and pending rows."""
+support-only project, with agreed, adjudicated and pending rows, and with gold imported from
+elsewhere (import_gold) beside them."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ from annotate.services import (
     DecisionInput,
     add_member,
     adjudicate,
+    import_gold,
     import_labels,
     open_labelling,
 )
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
-STATES = ("agreed", "adjudicated", "pending")
+STATES = ("agreed", "adjudicated", "pending", "imported")
 SPLITS = ("judge_dev", "judge_test")
 
 
@@ -78,12 +80,14 @@ def row_state(row: dict) -> str:
     """A row's state as a reader of the export tells it."""
     if not row["decided"]:
         return "pending"
-    return "adjudicated" if "adjudicated" in row["gold_source"].values() else "agreed"
+    if "adjudicated" in row["gold_source"].values():
+        return "adjudicated"
+    return "imported" if "imported" in row["gold_source"].values() else "agreed"
 
 
 def export_counts(project: Project) -> dict[str, list[int]]:
     """What the page should show, counted from the export's rows: agreed, adjudicated,
-    pending and total for each line."""
+    pending, imported and total for each line."""
     tally: dict[str, Counter] = {
         f"{item}{split}": Counter()
         for item in ("Claims", "Answers")
@@ -146,6 +150,15 @@ def support_only(db, lead) -> Project:
     return project
 
 
+@pytest.fixture
+def with_imported_gold(support_only) -> Project:
+    """The support-only project and its benchmark's own gold on 24 of its 32 summaries:
+    some with both annotators, some with one, some with neither (fixtures/halu/gold.jsonl)."""
+    with open(FIXTURES / "halu" / "gold.jsonl", "rb") as stream:
+        import_gold(lines=stream, project=support_only, source="halu", file_name="gold.jsonl")
+    return support_only
+
+
 def gold_page(client, lead, project: Project) -> str:
     client.login(username=lead.username, password=PASSWORD)
     response = client.get(reverse("gold", kwargs={"slug": project.slug}))
@@ -153,7 +166,7 @@ def gold_page(client, lead, project: Project) -> str:
     return response.content.decode()
 
 
-@pytest.mark.parametrize("name", ["demo", "support_only"])
+@pytest.mark.parametrize("name", ["demo", "support_only", "with_imported_gold"])
 def test_every_number_of_the_gold_page_is_the_export_s(name, request, client, lead):
     project = request.getfixturevalue(name)
     adjudicate_some(project, lead)
@@ -165,9 +178,11 @@ def test_every_number_of_the_gold_page_is_the_export_s(name, request, client, le
     for label, numbers in shown.items():
         assert numbers[-1] == sum(numbers[:-1]), label  # total: every column, no other state
     for item in ("Claims", "Answers"):
-        for i in range(4):  # the judge splits add up to their item's line
+        for i in range(len(STATES) + 1):  # the judge splits add up to their item's line
             assert shown[item][i] == sum(shown[f"{item} {s}"][i] for s in SPLITS)
         assert all(shown[item][:3]), f"{item}: agreed, adjudicated and pending rows"
+        # imported rows: those of the benchmark's gold without a second annotator only
+        assert bool(shown[item][3]) == (name == "with_imported_gold"), item
     assert "Nothing is doubly labelled yet" not in body
 
 
@@ -175,9 +190,9 @@ def test_the_demo_page_shows_issue_30_s_claims_with_their_totals(demo, client, l
     """Issue #30's numbers: 49 agreed and 12 pending claims; the answers' pending count now
     includes the answers whose claims are disputed though their own fields are agreed."""
     _, shown = page_counts(gold_page(client, lead, demo))
-    assert shown["Claims"] == [49, 0, 12, 61]
+    assert shown["Claims"] == [49, 0, 12, 0, 61]
     rows = [r for r in gold_rows(demo, item="answer")]
-    assert shown["Answers"][3] == len(rows) == 40
+    assert shown["Answers"][4] == len(rows) == 40
     assert shown["Answers"][2] == sum(not r["decided"] for r in rows) > 7  # 7: answer fields
 
 
@@ -196,14 +211,14 @@ def test_the_empty_state_shows_only_while_nothing_is_doubly_labelled(
     }
     body = gold_page(client, lead, project)
     assert "Nothing is doubly labelled yet" in body
-    assert set(map(tuple, page_counts(body)[1].values())) == {(0, 0, 0, 0)}
+    assert set(map(tuple, page_counts(body)[1].values())) == {(0, 0, 0, 0, 0)}
     import_labels(lines=io.BytesIO("\n".join(by_reviewer["alice"]).encode()), project=project)
     body = gold_page(client, lead, project)  # one reviewer: still nothing doubly labelled
     assert "Nothing is doubly labelled yet" in body
     import_labels(lines=io.BytesIO("\n".join(by_reviewer["bob"][:1]).encode()), project=project)
     body = gold_page(client, lead, project)
     assert "Nothing is doubly labelled yet" not in body
-    assert page_counts(body)[1]["Answers"][3] == 1
+    assert page_counts(body)[1]["Answers"][4] == 1
 
 
 def test_the_gold_page_costs_a_fixed_number_of_queries(
@@ -220,8 +235,9 @@ def test_the_gold_page_costs_a_fixed_number_of_queries(
     # which Django does not count.
     stored = 3 if connection.vendor == "postgresql" else 4
     # session, user, membership; data and content versions; label states (2), stored shares
-    # read; four a chunk; the shares stored; the gold set's size (2)
-    with django_assert_num_queries(10 + stored + 4 * math.ceil(doubly / 7)):
+    # read; four a chunk; the shares stored; the gold set's size (2); imported gold (none
+    # here: one query)
+    with django_assert_num_queries(11 + stored + 4 * math.ceil(doubly / 7)):
         client.get(url)
     with django_assert_num_queries(7):  # the same, the counts kept
         client.get(url)

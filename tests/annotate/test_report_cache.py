@@ -92,6 +92,27 @@ def test_a_decision_a_reopen_and_a_new_submission_each_change_the_version(labell
     assert reopened != decided
 
 
+def test_gold_imported_from_elsewhere_changes_the_version_and_not_the_content(labelled):
+    """import_gold is a label write: every report moves with it (the same file again moves
+    nothing), and what reads no label (the blinding check) stays kept."""
+    from annotate.services import import_gold
+    from tests.conftest import gold_for_every_answer
+
+    data, content = report_cache.data_versions(labelled)
+    lines = gold_for_every_answer(labelled, note="from elsewhere")
+    import_gold(lines=lines, project=labelled, source="bench", file_name="bench.jsonl")
+    imported, unchanged = report_cache.data_versions(labelled)
+    assert imported != data and unchanged == content
+    import_gold(lines=lines, project=labelled, source="bench", file_name="bench.jsonl")
+    assert report_cache.data_versions(labelled) == (imported, content)
+    replaced = [line.replace(b"from elsewhere", b"corrected") for line in lines[:1]]
+    import_gold(
+        lines=replaced, project=labelled, source="bench", file_name="v2.jsonl", replace=True
+    )
+    after, still = report_cache.data_versions(labelled)
+    assert after != imported and still == content
+
+
 def test_reimports_that_change_cases_judgments_or_latency_change_the_version(
     db, reviewer_a, reviewer_b
 ):

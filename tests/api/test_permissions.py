@@ -17,6 +17,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotate.models import Answer
 from annotate.services import (
     allow_adding_anyone,
+    import_gold,
     import_labels,
     next_task,
     open_labelling,
@@ -26,12 +27,13 @@ from annotate.services import (
 )
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
-from tests.conftest import FIXTURES, may_create_projects
+from tests.conftest import FIXTURES, gold_for_every_answer, may_create_projects
 
 people = shared.people  # fixture
 
 LEAD, REVIEWER, ANY = "lead", "reviewer", "any"
 SECRET_NOTE = "bob-private-note-7f3a"
+IMPORTED_NOTE = "imported-gold-note-91d2"  # gold from elsewhere, on every answer
 RUN = [
     {"type": "run", "judge": "tiny-judge", "model": "acme/judge", "prompt": "Grade it."},
     {
@@ -57,6 +59,8 @@ def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
     allow_adding_anyone(user=lead)  # the matrix adds carol, a new account
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream.readlines()[:2], project=project)
+    gold = gold_for_every_answer(project, note=IMPORTED_NOTE)
+    import_gold(lines=gold, project=project, source="bench", file_name="bench.jsonl")
 
     def take_with_claims(reviewer):
         """The reviewer's next task that has claims, skipping any without."""
@@ -84,6 +88,7 @@ def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
         "theirs": theirs.answer.task_number,
         "labelled": labelled.task_number,
         "run": run.pk,
+        "gold": gold[0],  # the same line again: unchanged
     }
 
 
@@ -106,6 +111,7 @@ def endpoints(w, number=None) -> list[tuple[str, str, dict | None, str, int]]:
         ("POST", "bundle/", {"file": (FIXTURES / "small.jsonl").read_bytes()}, LEAD, 202),
         ("GET", "bundle/", None, LEAD, 200),
         ("POST", "labels/", {"raw": b"\n".join(labels)}, LEAD, 202),
+        ("POST", "gold-imports/?source=bench", {"raw": w["gold"]}, LEAD, 202),
         ("GET", "members/", None, LEAD, 200),
         ("POST", "members/", {"username": "carol", "role": "reviewer"}, LEAD, 201),
         ("GET", "members/alice/", None, LEAD, 200),
@@ -167,7 +173,7 @@ def body_bytes(response) -> bytes:
 
 def forbidden_for_reviewers(project) -> list[bytes]:
     """Everything that would break blinding if a reviewer ever received it."""
-    words = {b'"variant"', b"answer_id", b"case_id", SECRET_NOTE.encode()}
+    words = {b'"variant"', b"answer_id", b"case_id", SECRET_NOTE.encode(), IMPORTED_NOTE.encode()}
     for answer in Answer.objects.filter(project=project).select_related("variant", "case"):
         words |= {answer.answer_id.encode(), answer.variant.name.encode()}
         words.add(answer.case.case_id.encode())

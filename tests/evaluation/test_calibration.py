@@ -360,6 +360,22 @@ def test_population_puts_disputed_and_single_reviewer_answers_in_neither_sample(
     )
 
 
+def test_population_takes_imported_gold_as_gold_items_never_as_target():
+    """Gold from elsewhere (one label per item): its answers are gold items whatever the
+    reviewers did not do; two reviewers' gold still decides where they labelled too."""
+    claims = [
+        PopulationClaim("e1", "E", 0, True, True, imported=True),  # imported alone: gold
+        PopulationClaim("e2", "E", 0, True, False, imported=True),
+        PopulationClaim("f1", "F", 1, True, True, imported=True),  # one reviewer and imported
+        PopulationClaim("g1", "G", 2, False, True, imported=True),  # reviewers dispute: out
+        PopulationClaim("h1", "H", 2, True, True, imported=True),  # reviewers agree: gold
+        PopulationClaim("d1", "D", 0, False, True),  # neither: target
+    ]
+    population = calibration_population(claims)
+    assert population.gold == ["e1", "e2", "f1", "h1"] and population.target == ["d1"]
+    assert population.excluded == {"pending_dispute": 1, "single_reviewer": 0}
+
+
 def test_the_old_target_was_biased_and_the_new_population_is_not():
     """SPEC.md "Model judges": Rogan–Gladen and PPI assume the gold items and the target are
     random samples of one population. The estimand here is what a lead reads the corrected

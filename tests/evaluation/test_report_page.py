@@ -166,9 +166,9 @@ def test_query_count_does_not_grow_with_the_answers(
     demo = load_demo()  # 60 answers, 40 labelled, instead of 18
     add_member(project=demo, username=lead.username, role=Role.LEAD)
     # computed in the request (a small project): the above, and for the report and the
-    # comparison each their own reads (11) and storing it (an update, then the first time an
+    # comparison each their own reads (12) and storing it (an update, then the first time an
     # insert in its savepoint: 4); the comparison names its variants by id (1)
-    with django_assert_max_num_queries(9 + 2 * (11 + 4) + 1):
+    with django_assert_max_num_queries(9 + 2 * (12 + 4) + 1):
         assert client.get(url(demo)).status_code == 200
     with django_assert_max_num_queries(7):
         assert client.get(url(demo, dv="baseline", ds="ok", dpage=2)).status_code == 200

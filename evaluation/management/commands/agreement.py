@@ -69,6 +69,13 @@ class Command(BaseCommand):
                     f"  {name:<18}{stats['n']:>6}{_rate(stats['raw_agreement']):>8}{kappa:>8}"
                     f"  {interval:<18}{stats['weighting'] or 'none'}"
                 )
+        imported = report.get("gold_without_second_reviewer") or {}
+        if imported.get("answers"):
+            sources = ", ".join(f"'{source}'" for source in imported["sources"])
+            self.stdout.write(
+                f"\n{imported['answers']} answer(s) ({imported['claims']} claim(s)) have imported "
+                f"gold from {sources} (no second reviewer, so no agreement)"
+            )
         small = [
             f"{s}/{f}"
             for s, fields in report["slices"].items()

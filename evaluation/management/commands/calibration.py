@@ -74,6 +74,11 @@ class Command(BaseCommand):
             f"  gold claims {r['gold_items']}: scored n = {r['n']}, malformed {r['malformed']}, "
             f"timeouts {r['timeouts']}, no verdict {r['missing']}; coverage {_rate(r['coverage'])}"
         )
+        sources = r["gold_sources"]
+        out(
+            f"  gold from: {sources['agreed']} agreed, {sources['adjudicated']} adjudicated, "
+            f"{sources['imported']} imported (no second reviewer)"
+        )
         if r["n"] == 0:
             out("  nothing scored on this split: no gold claim the judge labelled")
         elif r["small_sample"]:
@@ -82,7 +87,9 @@ class Command(BaseCommand):
         scale = "three-way" if r["scale"] == "three_way" else "binary"
         out(
             f"  {scale}: accuracy {_rate(r['accuracy'])}  kappa {kappa}  "
-            f"(human–human kappa {_rate(r['human_kappa'])}, n = {r['human_agreement']['n']})"
+            f"(human–human kappa {_rate(r['human_kappa'])}, n = {r['human_agreement']['n']}; "
+            f"{r['human_agreement']['no_second_reviewer']} gold claim(s) without a second "
+            "reviewer)"
         )
         if r["kappa"] is None and r["kappa_undefined_reason"]:
             out(f"    ({r['kappa_undefined_reason']})")
