@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -451,13 +452,32 @@ class _Line:
             )
 
 
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")
+
+
+def line_ends(lines: Iterable[bytes | str]) -> Iterator[bytes | str]:
+    """The lines again, each also split at a lone carriage return: a line ends at \\n, \\r\\n
+    or \\r, as Django's File reads an upload (the pages and the API store uploads and read them
+    back through it), while a file opened by a command, or a raw request body, splits at
+    \\n only. Without this, a file saved with old Mac line endings imported from a page and
+    was one unreadable line to the command."""
+    for raw in lines:
+        if isinstance(raw, bytes):
+            # bytes.splitlines ends lines at LF, CRLF and CR only (str's also at U+2028 ...)
+            yield from raw.splitlines(keepends=True) if b"\r" in raw else (raw,)
+        elif "\r" in raw:
+            yield from (piece for piece in _LONE_CR.split(raw) if piece)
+        else:
+            yield raw
+
+
 class JsonLines:
     """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON,
     not an object, or that carry what no field may hold (annotate.safe_json: NaN, numbers out
     of range, nesting deeper than 32 levels, control characters, lone surrogates, a key given
-    twice), become errors numbered like the file -- blank lines counted but skipped -- so
-    every importer reports them the same way, never stores them, and keeps going to find the
-    rest."""
+    twice), become errors numbered like the file -- blank lines counted but skipped, a line
+    ended by \\n, \\r\\n or \\r (line_ends) -- so every importer reports them the same way,
+    never stores them, and keeps going to find the rest."""
 
     def __init__(
         self,
@@ -470,7 +490,7 @@ class JsonLines:
         self.count = 0
 
     def __iter__(self):
-        for number, raw in enumerate(self.lines, start=1):
+        for number, raw in enumerate(line_ends(self.lines), start=1):
             self.count = number
             if self.progress and number % PROGRESS_EVERY == 0:
                 self.progress(number)

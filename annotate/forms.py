@@ -6,7 +6,15 @@ from django import forms
 from annotate.models import FAILURE_LABELS, Abstention, CitationVerdict, Severity, Support
 
 
-class ClaimLabelForm(forms.Form):
+class DraftForm(forms.Form):
+    """A draft's `version`: the one it was made from (absent: saved unchecked, as from a page
+    older than versions). Anything but a whole number is refused, as the API refuses it: a
+    draft saved past the stale check would overwrite another tab's save."""
+
+    version = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+
+
+class ClaimLabelForm(DraftForm):
     support = forms.ChoiceField(choices=[("", "—"), *Support.choices], required=False)
     severity = forms.ChoiceField(choices=[("", "—"), *Severity.choices], required=False)
     requires_evidence = forms.BooleanField(required=False)
@@ -41,7 +49,7 @@ class ClaimLabelForm(forms.Form):
         return data
 
 
-class AnswerLabelForm(forms.Form):
+class AnswerLabelForm(DraftForm):
     relevance = forms.TypedChoiceField(
         choices=[("", "—"), (0, "0"), (1, "1"), (2, "2")],
         coerce=int,

@@ -8,6 +8,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotate.models import Project, Role
 from annotate.schema import LabelSchema, SchemaInvalid
+from annotate.services import SLUG_ERRORS
 from annotate.uploads import validate_upload_size
 
 
@@ -82,6 +83,7 @@ class NewProjectForm(FormatFields):
     field_order = ["slug", "name", "format", "variant", "label_schema", "file"]
     slug = forms.SlugField(
         max_length=Project._meta.get_field("slug").max_length,
+        error_messages=SLUG_ERRORS,
         help_text="Short name for URLs and commands, e.g. physics-2026 (letters, digits, hyphens).",
     )
     name = forms.CharField(

@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotate import blinding, selectors, services
 from annotate import boundaries as boundary_services
+from annotate.access import may_add_anyone
 from annotate.bundles import BundleInvalid
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
@@ -257,6 +258,7 @@ def members(request, project, role):
                 project=project,
                 username=data["username"],
                 role=data["role"],
+                by=request.user,
                 password=data["password"] or None,
             )
         except services.MemberError as exc:
@@ -277,7 +279,9 @@ def _import_members(request, project, role):
     bundle_errors: BundleInvalid | None = None
     if form.is_valid():
         try:
-            result = services.import_members(lines=form.cleaned_data["file"], project=project)
+            result = services.import_members(
+                lines=form.cleaned_data["file"], project=project, by=request.user
+            )
         except BundleInvalid as exc:
             bundle_errors = exc
         else:
@@ -313,6 +317,7 @@ def _members_page(
             "role", "user__username"
         ),
         "roles": Role.choices,
+        "may_add_anyone": may_add_anyone(request.user),
         "current": "members",
     }
     return _render(

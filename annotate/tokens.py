@@ -5,12 +5,21 @@ machine) and revoke each; changing a password revokes them all."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
+from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
+from knox import auth
 from knox.models import AuthToken
 from knox.settings import knox_settings
+from rest_framework.authentication import get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, Throttled
+
+from config.proxies import client_ip
 
 SHOWN_PREFIX = 8  # of the 15 stored characters: enough to tell tokens apart, never to use one
 
@@ -74,3 +83,62 @@ class RevokeTokensOnPasswordChange:
 
     def get_help_text(self) -> str:
         return ""
+
+
+# --- Checking a token ----------------------------------------------------------------------
+
+
+class TokenAuthentication(auth.TokenAuthentication):
+    """knox's check of `Authorization: Token <key>`, paused for an address that keeps sending
+    wrong ones: after CLAIMDESK_TOKEN_FAILURE_LIMIT wrong tokens from one address (the
+    client's, as config.proxies reads it) within a window of
+    CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS, every token from there is answered 429 with
+    Retry-After, unchecked, until the window ends. Unchecked, a right token included: were it
+    let through, a 429 would tell a guesser that a key was wrong as well as a 401 does.
+
+    The count is kept in Django's cache, which is each server process's own memory unless a
+    shared cache is configured: the limit is per process. A request without a token, or
+    signed in with its session, is not counted."""
+
+    def authenticate(self, request):
+        header = get_authorization_header(request).split()
+        if not header or header[0].lower() != self.authenticate_header(request).lower().encode():
+            return None  # no token: the session, or a 401
+        key, wait = _failure_window(request)
+        if (cache.get(key) or 0) >= settings.CLAIMDESK_TOKEN_FAILURE_LIMIT:
+            raise Throttled(
+                wait=wait,
+                detail=f"Too many wrong tokens from your address: try again in {wait} s.",
+            )
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            _count_failure(key, wait)
+            raise
+        except UnicodeDecodeError:  # knox decodes the key as UTF-8; a header may be any bytes
+            _count_failure(key, wait)
+            raise AuthenticationFailed("Invalid token.") from None
+
+
+class TokenScheme(KnoxTokenScheme):
+    """The OpenAPI schema's security scheme for it: knox's own (drf-spectacular registers an
+    extension by the class it names, not by its subclasses)."""
+
+    target_class = "annotate.tokens.TokenAuthentication"
+
+
+def _count_failure(key: str, wait: int) -> None:
+    if not cache.add(key, 1, timeout=wait):
+        try:
+            cache.incr(key)
+        except ValueError:  # the window ended between the two calls
+            cache.set(key, 1, timeout=wait)
+
+
+def _failure_window(request) -> tuple[str, int]:
+    """The cache key counting this address's wrong tokens in the current window, and the
+    seconds left in that window."""
+    length = max(1, settings.CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS)
+    now = int(time.time())
+    address = client_ip(request) or "unknown"
+    return f"claimdesk:wrong-tokens:{address}:{now // length}", length - now % length

@@ -246,10 +246,10 @@ def _pop_undo(request, screen) -> int | None:
 UNDO_KEY = "claimdesk_undo_task"
 
 
-def _version(request) -> int | None:
-    """The draft version a save was made from; absent (an older page or script) skips the
-    check."""
-    return _small_number(request.POST.get("version", ""))
+def _invalid(form) -> HttpResponse:
+    """A refused draft: each field's problem, as text the page's script announces."""
+    problems = [f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()]
+    return HttpResponse("\n".join(problems), status=400, content_type="text/plain; charset=utf-8")
 
 
 @require_POST
@@ -268,7 +268,7 @@ def save_claim(request, project, role, assignment, index):
         cited_ids=[c.cited_id for c in target.citations],
     )
     if not form.is_valid():
-        return HttpResponse(status=400)
+        return _invalid(form)
     try:
         label, _ = services.save_claim_label(
             assignment=assignment,
@@ -276,7 +276,7 @@ def save_claim(request, project, role, assignment, index):
             data=form.label_data(),
             citations=target.citations,
             shown=target.shown,
-            version=_version(request),
+            version=form.cleaned_data["version"],
             stored=target.label,
         )
     except services.StaleDraft as exc:
@@ -309,11 +309,11 @@ def save_answer(request, project, role, assignment):
     number = assignment.answer.task_number
     form = AnswerLabelForm(request.POST)
     if not form.is_valid():
-        return HttpResponse(status=400)
+        return _invalid(form)
+    data = dict(form.cleaned_data)
+    version = data.pop("version")
     try:
-        saved, _ = services.save_answer_label(
-            assignment=assignment, data=form.cleaned_data, version=_version(request)
-        )
+        saved, _ = services.save_answer_label(assignment=assignment, data=data, version=version)
     except services.StaleDraft as exc:
         if not request.htmx:
             return _stale_page(request, project, role, assignment, exc)

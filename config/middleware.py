@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import close_old_connections
 from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
@@ -16,7 +17,8 @@ MULTIPART_SLACK = 1024 * 1024
 class HealthzMiddleware:
     """/healthz for load balancers, answered before any other middleware: no host check (a
     balancer probes by address), no https redirect, no session, no login. A tiny JSON body;
-    503 when the database does not answer, so the balancer stops sending people here."""
+    503 when the database does not answer, so the balancer stops sending people here. It
+    answers before SecurityMiddleware, so it sets that middleware's nosniff header itself."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -29,6 +31,33 @@ class HealthzMiddleware:
         report = health.quick()
         response = JsonResponse(report, status=200 if report["database"] == "ok" else 503)
         add_never_cache_headers(response)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+class RetryOnceMiddleware:
+    """A GET or HEAD whose database connection broke (or whose task backend did not answer)
+    is run once more before it is answered 503: a connection killed under a request (a
+    database restart, a failover, a proxy's idle timeout) costs the person nothing. The
+    broken connection is closed first, as at the start of any request, so the second run
+    opens a new one. Other methods are answered 503 at once: their first run may have done
+    part of its work, and the person decides whether to send them again.
+
+    Placed before every middleware that reads the database (sessions, the signed-in user),
+    so the second run reads them afresh. config.errors marks a request that got a 503."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if getattr(request, "claimdesk_unavailable", False) and request.method in (
+            "GET",
+            "HEAD",
+        ):
+            request.claimdesk_unavailable = False
+            close_old_connections()
+            response = self.get_response(request)
         return response
 
 

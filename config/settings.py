@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz answers load balancers before host checks, redirects and sessions.
     "config.middleware.HealthzMiddleware",
+    # Before everything that reads the database: a GET whose connection broke runs again.
+    "config.middleware.RetryOnceMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -191,7 +193,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "knox.auth.TokenAuthentication",
+        "annotate.tokens.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -200,6 +202,12 @@ REST_FRAMEWORK = {
 }
 # API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
 # valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
+# An address that sends this many wrong API tokens within the window gets 429 for every token
+# until the window ends (annotate.tokens.TokenAuthentication; counted per server process).
+CLAIMDESK_TOKEN_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_TOKEN_FAILURE_LIMIT", "20"))
+CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = int(
+    os.environ.get("CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS", "60")
+)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=int(os.environ.get("CLAIMDESK_TOKEN_DAYS", "30"))),
     "AUTH_HEADER_PREFIX": "Token",
@@ -214,6 +222,14 @@ SPECTACULAR_SETTINGS = {
     # Without deep links an operation's path is no link inside its expand button (nested
     # interactive controls, which screen readers and axe refuse).
     "SWAGGER_UI_SETTINGS": {"deepLinking": False},
+    # Request bodies get components of their own: what a request must carry (a required
+    # string is not empty) is not what a response holds.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "annotate.api.openapi.empty_query_values",
+        "annotate.api.openapi.upload_bodies_required",
+    ],
     # Two models have a `status` field with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "annotate.models.Assignment.Status",

@@ -11,6 +11,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
+from annotate.api.serializers import FilePart, TextField
 from annotate.api.views import (
     ERROR_400,
     LINE_ERRORS_400,
@@ -154,8 +155,8 @@ class JudgeRunFilterSerializer(serializers.Serializer):
 
 
 class JudgeRunUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JSONL: a run line, then one verdict per line.")
-    name = serializers.CharField(
+    file = FilePart(help_text="JSONL: a run line, then one verdict per line.")
+    name = TextField(
         required=False,
         allow_blank=True,
         max_length=200,

@@ -9,13 +9,39 @@ from django_tasks import TaskResultStatus, default_task_backend, task, task_back
 from django_tasks.backends.immediate import ImmediateBackend
 
 __all__ = [
+    "BackendUnavailable",
     "TaskResultStatus",
     "default_task_backend",
     "enqueues_in_transaction",
     "runs_in_process",
+    "send",
     "task",
     "task_backends",
 ]
+
+
+class BackendUnavailable(Exception):
+    """The task backend cannot take a task now (Redis down or unreachable, for RQ): the request
+    that asked answers 503 and may be made again (config.errors)."""
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    """What a backend raises when it cannot be reached. The database backend's failures are
+    the database's own (django.db.OperationalError), answered 503 as any other query's."""
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # redis comes with django-rq: without it there is no RQ backend
+        return (ConnectionError,)
+    return (RedisError, ConnectionError)
+
+
+def send(task, *args):
+    """``task.enqueue(*args)``, the one way claimdesk enqueues: a backend that cannot be
+    reached raises BackendUnavailable, whatever its own exception."""
+    try:
+        return task.enqueue(*args)
+    except _connection_errors() as exc:
+        raise BackendUnavailable(f"the task backend does not answer: {exc}") from exc
 
 
 def runs_in_process() -> bool:

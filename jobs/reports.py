@@ -158,11 +158,17 @@ def read(*, project: Project, kind: str, key: str = "", version: str | None = No
     if row is not None and row.computed_at is not None and row.fingerprint == now_fingerprint:
         old = _past_max_age(row)
         if not old or not framework.runs_in_process():
+            refreshing = False
             if old:  # shown while a worker computes it again (see _past_max_age)
-                _ask_worker(project, kind, key, now_fingerprint)
+                refreshing = _ask_worker(project, kind, key, now_fingerprint)
             result = _decoded(row)
             return Stored(
-                result, row.computed_at, row.seconds, fresh=True, refreshing=old, version=version
+                result,
+                row.computed_at,
+                row.seconds,
+                fresh=True,
+                refreshing=refreshing,
+                version=version,
             )
     # A stale report is shown while it is recomputed, unless other code computed it: its shape
     # may not be one the pages of this code read.
@@ -173,11 +179,15 @@ def read(*, project: Project, kind: str, key: str = "", version: str | None = No
         return Stored(
             row.result, row.computed_at, row.seconds, fresh=True, refreshing=False, version=version
         )
-    _ask_worker(project, kind, key, now_fingerprint)
+    asked = _ask_worker(project, kind, key, now_fingerprint)
     if not showable:
+        if not asked:  # nothing to show, and nobody computing it: a 503, try again
+            raise framework.BackendUnavailable("no worker can be asked for this report")
         return Stored(None, None, None, fresh=False, refreshing=True, version=version)
+    # Shown as it was computed: stale, and (when the task backend cannot be reached) not
+    # being computed again until a later reader asks.
     return Stored(
-        _decoded(row), row.computed_at, row.seconds, fresh=False, refreshing=True, version=version
+        _decoded(row), row.computed_at, row.seconds, fresh=False, refreshing=asked, version=version
     )
 
 
@@ -252,9 +262,10 @@ def _small(project: Project) -> bool:
     return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
 
 
-def _ask_worker(project: Project, kind: str, key: str, wanted: str) -> None:
+def _ask_worker(project: Project, kind: str, key: str, wanted: str) -> bool:
     """Enqueue one recomputation per new state of the labels (a lost one is asked again once
-    the stale period has passed)."""
+    the stale period has passed). False when the task backend cannot take it (Redis down):
+    nothing is computing it then, and the next reader asks again."""
     from jobs.tasks import refresh_report
 
     cutoff = timezone.now() - timedelta(seconds=settings.CLAIMDESK_JOB_STALE_SECONDS)
@@ -263,17 +274,19 @@ def _ask_worker(project: Project, kind: str, key: str, wanted: str) -> None:
             project=project, kind=kind, key=key
         )
         if row.wanted == wanted and row.wanted_at and row.wanted_at > cutoff:
-            return
+            return True
         row.wanted, row.wanted_at = wanted, timezone.now()
         row.save(update_fields=["wanted", "wanted_at"])
-
-        def send() -> None:
-            refresh_report.enqueue(project.pk, kind, key)
-
         if framework.enqueues_in_transaction():
-            send()
-        else:
-            transaction.on_commit(send)
+            framework.send(refresh_report, project.pk, kind, key)
+            return True
+    # Redis is not part of the transaction: sent once the request is committed (as for jobs).
+    try:
+        framework.send(refresh_report, project.pk, kind, key)
+    except framework.BackendUnavailable:
+        StoredReport.objects.filter(pk=row.pk, wanted=wanted).update(wanted_at=None)
+        return False
+    return True
 
 
 def refresh(*, project_id: int, kind: str, key: str) -> None:

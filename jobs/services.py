@@ -79,8 +79,14 @@ def start_import(
     if job.lines_total == 0:
         storage().delete(name)
         raise EmptyUpload("The file is empty.")
-    job.save()
-    _enqueue(job)
+    try:
+        with transaction.atomic():
+            job.save()
+            _enqueue(job)
+    except Exception:
+        # Not queued (the task backend or the database refused): nobody will import the file.
+        storage().delete(name)
+        raise
     job.refresh_from_db()
     return job
 
@@ -123,12 +129,15 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
     """Queue a failed job, or one whose worker was lost, again. The attempt that lost its
     worker, should it still be alive somewhere, can no longer finish: its final update asks
     for the job to be running under its own attempt number. `confirm_deletions` confirms what
-    a replace listed it would delete (the job's result.deletions)."""
+    a replace listed it would delete (the job's result.deletions). A task backend that cannot
+    take the task (BackendUnavailable) leaves the job as it was."""
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
         if not job.retryable:
             if job.status == Job.Status.FAILED:
                 raise ServiceError("This job cannot be retried: upload the file again.")
+            if job.status == Job.Status.SUCCEEDED:
+                raise ServiceError("This job has finished: there is nothing to retry.")
             raise ServiceError("This job is still running: there is nothing to retry.")
         if confirm_deletions:
             # What the lead was shown, and only that: if the replace would delete more by the
@@ -142,25 +151,39 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
         job.stage, job.lines_read, job.rows_written = "", 0, 0
         job.finished_at = None
         job.save()
-        _enqueue(job)
+        _enqueue(job, locked=True)
     job.refresh_from_db()
     return job
 
 
-def _enqueue(job: Job) -> None:
+def _enqueue(job: Job, *, locked: bool = False) -> None:
+    """Send the job's task. Raises BackendUnavailable when the task backend cannot take it,
+    leaving no job waiting for a task that was never sent."""
     from jobs.tasks import run_job
 
     def send() -> None:
-        result = run_job.enqueue(str(job.pk))
+        result = framework.send(run_job, str(job.pk))
         Job.objects.filter(pk=job.pk, task_id="").update(task_id=result.id)
 
+    def send_or_forget() -> None:
+        try:
+            send()
+        except framework.BackendUnavailable:
+            # The row committed, its task did not leave: delete it, or it would wait in the
+            # queue for nothing (its upload goes with it: start_import). Until now no worker
+            # could have seen it, and a page that did sees it gone.
+            Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED, task_id="").delete()
+            raise
+
     # The database backend's task row commits with the job's; the immediate backend runs now.
-    # Redis is not part of the transaction: send once the job is committed, or a fast worker
-    # would look for a job that is not there yet.
-    if framework.enqueues_in_transaction():
+    # Redis is not part of the transaction: a new job's task is sent once the job is committed,
+    # or a fast worker would look for a job that is not there yet. A job `locked` by the
+    # caller (a retry) can be sent before its commit: a worker that takes the task waits for
+    # the lock, and then finds it queued; should Redis refuse, the retry rolls back.
+    if framework.enqueues_in_transaction() or locked:
         send()
     else:
-        transaction.on_commit(send)
+        transaction.on_commit(send_or_forget)
 
 
 def _as_file(upload) -> File:

@@ -320,3 +320,14 @@ def gold_for_every_answer(project: Project, *, note: str = "") -> list[bytes]:
             line["claims"].append(item)
         lines.append(json.dumps(line).encode() + b"\n")
     return lines
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Django's cache holds the wrong-token counts (annotate.tokens): each test starts with
+    none, so that one test's 401s never pause another's requests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

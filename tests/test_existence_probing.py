@@ -3,19 +3,24 @@
 An outsider (an account without a role in the project) gets the same answer -- status,
 headers and body -- for an existing project's slug and for one that does not exist, on every
 project URL of the pages and of the API, whatever the method. A lead adding a member is told
-the same thing whether or not the username already had an account. Creating a project must
-say when a slug is in use (slugs are one namespace for the site), and says nothing more."""
+the same thing whether or not the username already had an account: added, by a lead who may
+add anyone; refused, by one who may add only the people of their own projects. Creating a
+project refuses a slug in use (slugs are one namespace for the site) as it refuses a malformed
+one, and says nothing more."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
 from annotate.models import Membership
+from annotate.services import SLUG_TAKEN, allow_adding_anyone
 from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
@@ -96,6 +101,7 @@ def add_member_answer(client, url: str, username: str) -> tuple:
 
 
 def test_adding_a_member_does_not_tell_whether_the_account_existed(client, team, lead, outsider):
+    allow_adding_anyone(user=lead)
     client.login(username=lead.username, password=PASSWORD)
     url = f"/p/{team.slug}/members/"
     existing = add_member_answer(client, url, outsider.username)
@@ -111,6 +117,7 @@ def test_adding_a_member_does_not_tell_whether_the_account_existed(client, team,
 def test_a_weak_password_is_refused_alike_for_an_existing_and_a_new_account(
     client, team, lead, outsider
 ):
+    allow_adding_anyone(user=lead)
     client.login(username=lead.username, password=PASSWORD)
     answers = []
     for username in (outsider.username, "newcomer"):
@@ -123,6 +130,7 @@ def test_a_weak_password_is_refused_alike_for_an_existing_and_a_new_account(
 
 
 def test_the_api_adds_a_member_alike_whether_the_account_existed(team, lead, outsider):
+    allow_adding_anyone(user=lead)
     api = token_client(lead)
     url = f"{API}/projects/{team.slug}/members/"
     answers = []
@@ -136,18 +144,71 @@ def test_the_api_adds_a_member_alike_whether_the_account_existed(team, lead, out
     assert answers[0] == answers[1] == (201, {"username": "<name>", "role": "reviewer"})
 
 
-def test_a_slug_in_use_is_refused_saying_only_that(client, team, outsider):
+def test_a_lead_adds_no_stranger_and_is_refused_alike_whether_the_account_exists(
+    client, team, lead, outsider
+):
+    """A lead without the permission to add anyone neither attaches an account they do not
+    share a project with nor creates one; the refusal is the same for both, on the page, in
+    its CSV import and in the API. People already in a project they lead they may add."""
+    from annotate.models import Project
+
+    client.login(username=lead.username, password=PASSWORD)
+    url = f"/p/{team.slug}/members/"
+    answers = [add_member_answer(client, url, name) for name in (outsider.username, "newcomer")]
+    assert answers[0] == answers[1] and answers[0][0] == 400
+    assert "already in a project you lead" in answers[0][1]
+    imports = []
+    for name in (outsider.username, "newcomer"):
+        csv_file = SimpleUploadedFile("m.csv", f"{name},reviewer\n".encode())
+        response = client.post(url, {"action": "import", "file": csv_file})
+        imports.append((response.status_code, response.content.decode().replace(name, "<n>")))
+    imports = [(code, re.sub(r"[A-Za-z0-9]{64}", "<csrf>", text)) for code, text in imports]
+    assert imports[0] == imports[1] and imports[0][0] == 400
+    api = token_client(lead)
+    refusals = [
+        api.post(
+            f"{API}/projects/{team.slug}/members/",
+            {"username": name, "role": "reviewer"},
+            format="json",
+        )
+        for name in (outsider.username, "newcomer")
+    ]
+    assert [r.status_code for r in refusals] == [400, 400]
+    assert refusals[0].json() == refusals[1].json() and list(refusals[0].json()) == ["username"]
+    assert not Membership.objects.filter(project=team, user=outsider).exists()
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+    # Once the outsider is in another project the lead leads, the lead may add them here.
+    other = Project.objects.create(slug="other-one", name="Other", corpus_version="v1")
+    Membership.objects.create(project=other, user=lead, role="lead")
+    Membership.objects.create(project=other, user=outsider, role="reviewer")
+    added = api.post(
+        f"{API}/projects/{team.slug}/members/",
+        {"username": outsider.username, "role": "reviewer"},
+        format="json",
+    )
+    assert added.status_code == 201
+    assert Membership.objects.get(project=team, user=outsider).role == "reviewer"
+
+
+def test_a_slug_in_use_is_refused_as_a_malformed_one_is(client, target, outsider):
+    """A creator learns that a slug cannot be used, as they would for a slug with a space in
+    it or one too long: never that a project holds it, nor anything of that project."""
     may_create_projects(outsider)  # the others get 403 whatever the slug
     client.login(username=outsider.username, password=PASSWORD)
-    with open(FIXTURES / "small.jsonl", "rb") as bundle:
-        response = client.post("/projects/new/", {"slug": team.slug, "file": bundle})
-    body = response.content.decode()
-    assert response.status_code == 400 and "This slug is not available" in body
-    assert team.name not in body and team.corpus_version not in body
-    with open(FIXTURES / "small.jsonl", "rb") as bundle:
-        api = token_client(outsider).post(
-            f"{API}/projects/?slug={team.slug}", bundle.read(), content_type=JSONL
-        )
-    assert api.status_code == 400 and api.json() == {
-        "slug": ["This slug is not available: choose another."]
-    }
+    api = token_client(outsider)
+    pages, answers = [], []
+    for slug in (target.slug, "not a slug", "ab-" * 27):  # 81 characters
+        with open(FIXTURES / "small.jsonl", "rb") as bundle:
+            response = client.post("/projects/new/", {"slug": slug, "file": bundle})
+        body = re.sub(r"[A-Za-z0-9]{64}", "<csrf>", response.content.decode())
+        pages.append((response.status_code, body.replace(html.escape(slug), "<slug>")))
+        with open(FIXTURES / "small.jsonl", "rb") as bundle:
+            raw = api.post(f"{API}/projects/?slug={slug}", bundle.read(), content_type=JSONL)
+        with open(FIXTURES / "small.jsonl", "rb") as bundle:
+            form = api.post(f"{API}/projects/", {"slug": slug, "file": bundle})
+        answers += [(raw.status_code, raw.json()), (form.status_code, form.json())]
+    assert pages[0][0] == 400 and "This slug is not available" in pages[0][1]
+    assert pages[0] == pages[1] == pages[2]
+    assert target.name not in pages[0][1] and target.corpus_version not in pages[0][1]
+    assert answers == [(400, {"slug": [SLUG_TAKEN]})] * 6

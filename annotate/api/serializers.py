@@ -7,6 +7,7 @@ no answer id, no case id, no other reviewer's labels), and adding a field is a d
 
 from __future__ import annotations
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework import serializers
 
 from annotate import gold as gold_fields
@@ -24,6 +25,7 @@ from annotate.models import (
 from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
 from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
 from annotate.schema import SCALES, LabelSchema, SchemaInvalid
+from annotate.services import SLUG_ERRORS
 
 MAX_QUOTE = 2000
 MAX_NOTE = 5000
@@ -31,6 +33,37 @@ MAX_NOTE = 5000
 
 def blank_choices(choices) -> list:
     return [("", "(none)"), *choices]
+
+
+class TextField(serializers.CharField):
+    """A string in a request, as the schema says: a JSON number or list is refused, where
+    DRF's CharField takes 0 for "0"."""
+
+    default_error_messages = {"not_a_string": "Not a valid string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+class TextRegexField(serializers.RegexField):
+    default_error_messages = TextField.default_error_messages
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+class FilePart(serializers.FileField):
+    """An upload's `file`: a file part, or a part that names no filename (RFC 7578 only
+    recommends one; Django reads such a part as a plain field), taken as the file's text."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = SimpleUploadedFile("upload", data.encode("utf-8"))
+        return super().to_internal_value(data)
 
 
 # --- Projects --------------------------------------------------------------------------------
@@ -112,7 +145,7 @@ class ImportResultSerializer(serializers.Serializer):
 
 
 class FileUploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="UTF-8 JSONL, one object per line.")
+    file = FilePart(help_text="UTF-8 JSONL, one object per line.")
 
 
 class FormatSerializer(serializers.Serializer):
@@ -126,7 +159,7 @@ class FormatSerializer(serializers.Serializer):
         help_text="`bundle` (claimdesk JSONL) or `ragas` (a Ragas evaluation dataset, JSONL or "
         "CSV: docs/ragas.md).",
     )
-    variant = serializers.CharField(
+    variant = TextField(
         max_length=200,
         required=False,
         allow_blank=True,
@@ -168,7 +201,7 @@ UPLOAD_HELP = "The bundle (UTF-8 JSONL, one object per line), or the Ragas datas
 
 
 class BundleUploadSerializer(FormatSerializer):
-    file = serializers.FileField(help_text=UPLOAD_HELP)
+    file = FilePart(help_text=UPLOAD_HELP)
     replace = serializers.BooleanField(
         default=False, help_text="Replace changed items that no one has labelled yet."
     )
@@ -180,15 +213,15 @@ class BundleUploadSerializer(FormatSerializer):
 
 
 class ProjectCreateSerializer(FormatSerializer):
-    slug = serializers.SlugField(max_length=80)
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    file = serializers.FileField(help_text=UPLOAD_HELP)
+    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
+    name = TextField(max_length=200, required=False, allow_blank=True)
+    file = FilePart(help_text=UPLOAD_HELP)
 
 
 class NewProjectQuerySerializer(serializers.Serializer):
     """For a raw JSONL body, the project's slug and name come in the query string."""
 
-    slug = serializers.SlugField(max_length=80)
+    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
@@ -244,9 +277,9 @@ class MemberFilterSerializer(serializers.Serializer):
 
 
 class AddMemberSerializer(serializers.Serializer):
-    username = serializers.RegexField(r"^[\w.@+-]+\Z", max_length=150)
+    username = TextRegexField(r"^[\w.@+-]+\Z", max_length=150)
     role = serializers.ChoiceField(choices=Role.choices)
-    password = serializers.CharField(
+    password = TextField(
         required=False,
         allow_blank=True,
         write_only=True,
@@ -256,7 +289,9 @@ class AddMemberSerializer(serializers.Serializer):
 
 
 class MemberRoleSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = serializers.ChoiceField(
+        choices=Role.choices, required=False, help_text="Left out: nothing changes."
+    )
 
 
 # --- Tasks (reviewer) ------------------------------------------------------------------------
@@ -424,9 +459,9 @@ class ClaimDraftSerializer(serializers.Serializer):
     severity = serializers.ChoiceField(choices=blank_choices(Severity.choices), required=False)
     requires_evidence = serializers.BooleanField(required=False)
     evidence_ids = serializers.ListField(
-        child=serializers.CharField(max_length=255), required=False, max_length=100
+        child=TextField(max_length=255), required=False, max_length=100
     )
-    evidence_quote = serializers.CharField(
+    evidence_quote = TextField(
         required=False, allow_blank=True, max_length=MAX_QUOTE, trim_whitespace=False
     )
     citations = serializers.DictField(
@@ -434,9 +469,7 @@ class ClaimDraftSerializer(serializers.Serializer):
         required=False,
         help_text="Cited passage id to verdict.",
     )
-    note = serializers.CharField(
-        required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False
-    )
+    note = TextField(required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False)
 
     def validate_evidence_ids(self, value: list[str]) -> list[str]:
         shown = self.context["passage_ids"]
@@ -485,9 +518,7 @@ class AnswerDraftSerializer(serializers.Serializer):
     failure_labels = serializers.ListField(
         child=serializers.ChoiceField(choices=FAILURE_LABELS), required=False, max_length=10
     )
-    note = serializers.CharField(
-        required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False
-    )
+    note = TextField(required=False, allow_blank=True, max_length=MAX_NOTE, trim_whitespace=False)
 
     def validate(self, data):
         version = data.pop("version", None)
@@ -524,7 +555,7 @@ class AnswerDraftConflictSerializer(serializers.Serializer):
 
 
 class SkipSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500, help_text="Why you skip (a lead reads it).")
+    reason = TextField(max_length=500, help_text="Why you skip (a lead reads it).")
 
 
 class DetailSerializer(serializers.Serializer):
@@ -628,7 +659,7 @@ class DecisionInputSerializer(serializers.Serializer):
     )
     field = serializers.ChoiceField(choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS])
     value = serializers.JSONField(help_text="The gold value for the field.")
-    rationale = serializers.CharField(
+    rationale = TextField(
         required=False,
         allow_blank=True,
         max_length=MAX_NOTE,
@@ -649,7 +680,7 @@ class DecisionInputSerializer(serializers.Serializer):
 
 class AdjudicateSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=0)
-    rationale = serializers.CharField(
+    rationale = TextField(
         allow_blank=True,
         max_length=MAX_NOTE,
         required=False,

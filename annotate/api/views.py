@@ -25,7 +25,6 @@ from django.utils.log import log_response
 from django.utils.text import capfirst
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from knox.auth import TokenAuthentication
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import (
@@ -51,6 +50,8 @@ from annotate.bundles import BundleInvalid
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
 from annotate.services import ServiceError
+from annotate.tokens import TokenAuthentication
+from config import errors
 from jobs import services as jobs
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, accepted
@@ -77,21 +78,30 @@ def flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception:
-    a script parses every answer as JSON, so it must never get Django's HTML error page. The
-    exception is still reported as Django reports one (the django.request log, which mails
-    the admins in production, and the got_request_exception signal)."""
+    """DRF's handler, with flat validation errors, and a JSON 500 for any other exception
+    (503 for a dependency that is down: config.errors): a script parses every answer as
+    JSON, so it must never get Django's HTML error page. The exception is still reported as
+    Django reports one (the django.request log, which mails the admins in production, and
+    the got_request_exception signal)."""
     response = exception_handler(exc, context)
     if response is None:
         request = context["request"]._request
         set_rollback()
         signals.got_request_exception.send(sender=None, request=request)
-        response = Response(
-            {"detail": "Server error: the request failed on our side and has been logged."},
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        if errors.is_unavailable(exc):  # a dependency down: 503, try again (config.errors)
+            response = Response(
+                {"detail": errors.UNAVAILABLE},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers=errors.unavailable_headers(request),
+            )
+        else:
+            response = Response(
+                {"detail": "Server error: the request failed on our side and has been logged."},
+                status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+            )
         log_response(
-            "Internal Server Error: %s",
+            "%s: %s",
+            response.reason_phrase,
             request.path,
             response=response,
             request=request,
@@ -184,6 +194,15 @@ DENIED = {
     403: OpenApiResponse(s.DetailSerializer, description="Your role does not allow this."),
     404: OpenApiResponse(
         s.DetailSerializer, description="Not found, or a project you have no role in."
+    ),
+    429: OpenApiResponse(
+        s.DetailSerializer,
+        description="Too many wrong tokens from your address: try again after Retry-After.",
+    ),
+    503: OpenApiResponse(
+        s.DetailSerializer,
+        description="The database or the task queue did not answer: nothing was queued; try "
+        "again after Retry-After.",
     ),
 }
 CONFLICT_409 = OpenApiResponse(s.DetailSerializer, description="The current state refuses it.")
@@ -301,8 +320,31 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
     max_offset = 10**9
 
+    def get_limit(self, request) -> int:
+        limit = _whole_number(request, self.limit_query_param, minimum=1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
     def get_offset(self, request) -> int:
-        return min(super().get_offset(request), self.max_offset)
+        offset = _whole_number(request, self.offset_query_param, minimum=0)
+        return 0 if offset is None else min(offset, self.max_offset)
+
+    def get_schema_operation_parameters(self, view) -> list[dict]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1 if parameter["name"] == "limit" else 0
+        return parameters
+
+
+def _whole_number(request, name: str, *, minimum: int) -> int | None:
+    """A ?limit= or ?offset=: None when absent or empty; a 400 naming it when it is not a
+    whole number of at least `minimum` (DRF's pagination reads `abc` or `-1` as absent,
+    which hides a script's mistake). Any number of digits is taken, and bounded."""
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or (len(raw) < 13 and int(raw) < minimum):
+        raise ValidationError({name: [f"A whole number, {minimum} or more."]})
+    return int(raw) if len(raw) < 13 else 10**12
 
 
 class ListView(ListAPIView):
@@ -488,9 +530,9 @@ class Bundle(LeadView):
         responses=responses({202: ACCEPTED_202}, r400=ERROR_400, r413=TOO_LARGE_413),
     )
     def post(self, request, slug):
+        options = query(s.ReplaceQuerySerializer, request)  # checked whatever the body
         upload, data = upload_file(request, s.BundleUploadSerializer)
-        if not data:
-            data = query(s.ReplaceQuerySerializer, request)
+        data = data or options
         ragas, schema = data.get("format") == "ragas", data.get("label_schema")
         # Said at once, before the upload waits for a worker (which checks again).
         problem = services.label_schema_problem(project=self.project, schema=schema)
@@ -610,6 +652,10 @@ class MemberList(ListView, LeadView):
     @extend_schema(
         tags=["members"],
         summary="Give a person a role (creating the account if needed)",
+        description="A lead adds people already in a project they lead; anyone else (an "
+        "account they do not share a project with, or a new one) takes staff or the "
+        "`annotate.add_membership` permission, and is otherwise refused with 400 on "
+        "`username`, alike whether the account exists or not.",
         request=s.AddMemberSerializer,
         responses=responses({201: s.MemberSerializer}, r400=ERROR_400),
     )
@@ -622,6 +668,7 @@ class MemberList(ListView, LeadView):
                 project=self.project,
                 username=data["username"],
                 role=data["role"],
+                by=request.user,
                 password=data.get("password") or None,
             )
         except services.MemberError as exc:
@@ -655,9 +702,12 @@ class MemberDetail(LeadView):
     def patch(self, request, slug, username):
         serializer = s.MemberRoleSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        membership = self.membership(username)
+        if "role" not in serializer.validated_data:  # a PATCH that changes nothing
+            return Response(s.MemberSerializer(membership).data)
         try:
             membership = services.change_member_role(
-                membership=self.membership(username), role=serializer.validated_data["role"]
+                membership=membership, role=serializer.validated_data["role"]
             )
         except ServiceError as exc:
             return refused(exc)

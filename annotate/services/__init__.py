@@ -7,7 +7,7 @@ One module per capability:
   label_schema_problem)
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
-  change_member_role, remove_member)
+  change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
 - projects: a project's settings (update_guidelines, set_label_schema), and who may create
   projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
@@ -30,6 +30,7 @@ from annotate.services.adjudication import (
 from annotate.services.base import NotAllowed, ServiceError
 from annotate.services.gold_import import GoldImportResult, import_gold
 from annotate.services.imports import (
+    SLUG_ERRORS,
     SLUG_TAKEN,
     DeletionsNotConfirmed,
     ImportResult,
@@ -63,6 +64,7 @@ from annotate.services.members import (
     MembersImportResult,
     add_member,
     add_project_member,
+    allow_adding_anyone,
     change_member_role,
     import_members,
     remove_member,
@@ -85,6 +87,7 @@ from annotate.services.ragas import (
 __all__ = [
     "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
+    "SLUG_ERRORS",
     "SLUG_TAKEN",
     "Conflict",
     "DeletionsNotConfirmed",
@@ -104,6 +107,7 @@ __all__ = [
     "ServiceError",
     "add_member",
     "add_project_member",
+    "allow_adding_anyone",
     "adjudicate",
     "adjudication_started",
     "can_reopen",

@@ -896,9 +896,15 @@ def _write_corrections(corrections: list[_Correction], result: ImportResult) -> 
 
 # --- A new project from the browser -----------------------------------------------------------
 
-# Project slugs are one namespace for the whole site, so creating a project must say when a
-# slug is in use, whoever uses it. That is all it says: not whose project, its name or state.
-SLUG_TAKEN = "This slug is not available: choose another."
+# Project slugs are one namespace for the whole site, so creating a project must refuse a slug
+# in use, whoever uses it. The refusal is the one a malformed or too long slug gets (the forms
+# and serializers give it as their error): it says the slug cannot be used, never that a
+# project holds it, nor whose project, its name or state.
+SLUG_TAKEN = (
+    "This slug is not available: choose another (letters, digits, hyphens and underscores, "
+    "at most 80 characters)."
+)
+SLUG_ERRORS = {"invalid": SLUG_TAKEN, "max_length": SLUG_TAKEN}
 NOT_ALLOWED = "You may not create projects: ask an administrator for the permission."
 
 

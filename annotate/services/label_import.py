@@ -158,11 +158,14 @@ def _checked(lines: Iterable[bytes | str], project: Project):
     known.release()
     latest = _latest_labels([assignment_pk for _, assignment_pk, *_ in again])
     for number, assignment_pk, snapshot, problems, username in again:
-        if latest.get(assignment_pk) == snapshot:
+        # Unchanged only when the line is valid too: its snapshot leaves out what was wrong
+        # with it (an unknown field, a mistyped value), so it can match what is stored.
+        if latest.get(assignment_pk) != snapshot:
+            problems.append(f"{username} already has labels for this answer")
+        if problems:
+            errors.extend(BundleError(number, p) for p in problems)
+        else:
             result.unchanged += 1
-            continue
-        problems.append(f"{username} already has labels for this answer")
-        errors.extend(BundleError(number, p) for p in problems)
     if errors:
         errors.sort(key=lambda e: e.line)
         raise BundleInvalid(errors)

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.contrib.auth.models import Permission
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from annotate.access import may_add_anyone
 from annotate.bundles import BundleError, BundleInvalid
 from annotate.models import (
     Membership,
@@ -68,6 +70,37 @@ class MemberError(ServiceError):
         self.field = field
 
 
+# Said alike whether the account exists or not: the refusal must not tell which.
+NOT_YOURS = (
+    "You can add people who are already in a project you lead. Anyone else is added by an "
+    "administrator, or by a lead given the permission to add anyone."
+)
+
+
+def _out_of_reach(by, usernames: Iterable[str]) -> set[str]:
+    """The usernames ``by`` may not add (annotate.access): those in no project they lead,
+    whether the account exists or not; none for those who may add anyone."""
+    usernames = set(usernames)
+    if may_add_anyone(by):
+        return set()
+    reachable = Membership.objects.filter(
+        project__in=Project.objects.led_by(by), user__username__in=usernames
+    ).values_list("user__username", flat=True)
+    return usernames - set(reachable)
+
+
+@transaction.atomic
+def allow_adding_anyone(*, user) -> None:
+    """Give ``user`` the permission to add any account to the projects they lead, creating it
+    when needed (annotate.access.ADD_ANYONE)."""
+    permission = Permission.objects.get(
+        content_type__app_label="annotate", codename="add_membership"
+    )
+    user.user_permissions.add(permission)
+    for cache in ("_perm_cache", "_user_perm_cache"):  # Django's cache on the instance
+        user.__dict__.pop(cache, None)
+
+
 def _lead_count(project: Project) -> int:
     # Locking every lead row serialises two leads who demote or remove each other at once.
     return len(Membership.objects.select_for_update().filter(project=project, role=Role.LEAD))
@@ -75,22 +108,26 @@ def _lead_count(project: Project) -> int:
 
 @transaction.atomic
 def add_project_member(
-    *, project: Project, username: str, role: str, password: str | None = None
+    *, project: Project, username: str, role: str, by, password: str | None = None
 ) -> Membership:
-    """services.add_member for the members page and the API, with two extra rules: a password
-    is set only on a new account (a lead must not be able to take over someone's existing
-    login), and the project keeps at least one lead.
+    """services.add_member for the members page and the API, with three extra rules: ``by``
+    (the lead adding) adds only people already in a project they lead, unless they may add
+    anyone (annotate.access: NOT_YOURS otherwise, whether the account exists or not); a
+    password is set only on a new account (a lead must not be able to take over someone's
+    existing login); and the project keeps at least one lead.
 
-    The answer does not say whether the username already had an account: a lead learns
-    which accounts exist only by adding them. So a password is checked against the password
-    rules whether or not it will be used, an existing account silently keeps its own, and
-    the password is hashed either way, so that neither the words nor the time taken tell."""
+    The answer does not say whether the username already had an account. So a password is
+    checked against the password rules whether or not it will be used, an existing account
+    silently keeps its own, and the password is hashed either way, so that neither the words
+    nor the time taken tell."""
     User = get_user_model()
     if password:
         try:
             validate_password(password, User(username=username))
         except ValidationError as exc:
             raise MemberError(" ".join(exc.messages), field="password") from exc
+    if _out_of_reach(by, [username]):
+        raise MemberError(NOT_YOURS, field="username")
     user = User.objects.filter(username=username).first()
     if user is not None and role != Role.LEAD:
         membership = Membership.objects.filter(project=project, user=user).first()
@@ -284,12 +321,19 @@ def _member_row(line, cells, columns, errors) -> MemberRow | None:
 
 @transaction.atomic
 def import_members(
-    *, lines: Iterable[bytes | str], project: Project, reset_password: bool = False
+    *,
+    lines: Iterable[bytes | str],
+    project: Project,
+    reset_password: bool = False,
+    by=None,
 ) -> MembersImportResult:
     """Give everyone a CSV lists their role in the project, creating accounts as needed; all
     or nothing (BundleInvalid with every problem by line). New accounts get no usable password,
     so no password is hashed per row: an administrator sets it, or `reset_password` generates
     one for each listed account that has none. A password someone has is never replaced here.
+    ``by``: the lead importing from the members page, who adds only people already in a
+    project they lead unless they may add anyone (add_project_member); None for the
+    management command, which is the server operator's.
 
     A fixed number of queries whatever the number of people (plus, with reset_password, one
     save per generated password: hashing dominates that path anyway)."""
@@ -305,6 +349,14 @@ def import_members(
         )
     }
     errors.extend(_demotions_leaving_no_lead(rows, roles))
+    if by is not None:
+        refused = _out_of_reach(by, names)
+        errors.extend(
+            BundleError(row.line, f"'{row.username}': {NOT_YOURS}")
+            for row in rows
+            if row.username in refused
+        )
+        errors.sort(key=lambda error: error.line)
     if errors:
         raise BundleInvalid(errors)
 

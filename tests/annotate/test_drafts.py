@@ -360,16 +360,39 @@ def test_a_reopen_is_answered_the_same_whether_or_not_the_co_reviewer_submitted(
 
 
 @pytest.mark.django_db
-def test_a_claim_index_or_version_that_is_not_plain_digits_is_ignored_not_a_500(
+def test_a_claim_index_that_is_not_plain_digits_is_ignored_not_a_500(
     client, alice_task, reviewer_a
 ):
     client.login(username=reviewer_a.username, password=PASSWORD)
     assert client.get(url(alice_task) + "?claim=²").status_code == 200
     assert client.get(url(alice_task) + "?claim=" + "9" * 5000).status_code == 200
-    save = url(alice_task, "save_claim", index=0)
-    for version in ("²", "9" * 5000):
-        reply = client.post(save, {"support": "supported", "version": version}, headers=HX)
-        assert reply.status_code == 200, version
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", ["abc", "²", "9" * 5000, "-1", "1.5"])
+def test_a_draft_whose_version_is_not_a_number_is_refused_as_the_api_refuses_it(
+    client, alice_task, reviewer_a, version
+):
+    """Saved unchecked, it would overwrite whatever another tab saved: the API answers 400,
+    and so does the page, naming the field, and writes nothing."""
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    claim = client.post(
+        url(alice_task, "save_claim", index=0), {"support": "supported", "version": version}
+    )
+    answer = client.post(url(alice_task, "save_answer"), {"relevance": "2", "version": version})
+    for reply in (claim, answer):
+        assert reply.status_code == 400
+        assert reply.content.decode().startswith("version: "), reply.content
+    assert not ClaimLabel.objects.filter(assignment=alice_task).exists()
+    alice_task.refresh_from_db()
+    assert alice_task.relevance is None and alice_task.draft_version == 0
+    number = alice_task.answer.task_number
+    api = token_client(reviewer_a).patch(
+        f"{API}/projects/small/tasks/{number}/claims/0/",
+        {"support": "supported", "version": version},
+        format="json",
+    )
+    assert api.status_code == 400 and list(api.json()) == ["claims.0.version"]
 
 
 @pytest.mark.django_db

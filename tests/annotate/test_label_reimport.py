@@ -48,6 +48,33 @@ def test_other_labels_for_a_held_answer_are_refused_by_line(labelled):
     ]
 
 
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ({"colour": "red"}, "colour"),
+        ({"note": 5}, "note"),
+        ({"relevance": "2"}, "relevance"),
+        ({"claims.0": {"confidence": 0.9}}, "confidence"),
+        ({"claims.0": {"requires_evidence": "yes"}}, "requires_evidence"),
+    ],
+)
+def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled, change, problem):
+    """What a line gets wrong is left out of what it is compared with, so a wrong line can
+    match the stored labels: it is refused all the same, as on a first import."""
+    lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
+    first = json.loads(lines[0])
+    for key, value in change.items():
+        if key == "claims.0":
+            first["claims"][0].update(value)
+        else:
+            first[key] = value
+    with pytest.raises(BundleInvalid) as caught:
+        import_labels(lines=[json.dumps(first).encode(), *lines[1:]], project=labelled)
+    messages = [str(e) for e in caught.value.errors]
+    assert all(m.startswith("line 1: ") for m in messages)
+    assert any(problem in m for m in messages), messages
+
+
 # --- What an import reads and writes -----------------------------------------------------
 
 

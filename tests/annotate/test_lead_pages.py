@@ -26,7 +26,7 @@ from annotate.models import (
     Project,
     Role,
 )
-from annotate.services import add_member, open_labelling
+from annotate.services import add_member, allow_adding_anyone, open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, may_create_projects
 
 SMALL = (FIXTURES / "small.jsonl").read_bytes()
@@ -372,6 +372,7 @@ def test_setup_query_count_does_not_grow_with_reviewers_or_answers(
 
 @pytest.mark.django_db
 def test_lead_adds_a_new_reviewer_with_a_password(client, team, lead):
+    allow_adding_anyone(user=lead)
     url = reverse("members", kwargs={"slug": team.slug})
     response = login(client, lead).post(
         url, {"action": "add", "username": "carol", "role": "reviewer", "password": PASSWORD}
@@ -386,6 +387,7 @@ def test_lead_adds_a_new_reviewer_with_a_password(client, team, lead):
 def test_adding_an_existing_account_with_a_password_keeps_their_own_password(
     client, team, lead, outsider
 ):
+    allow_adding_anyone(user=lead)
     url = reverse("members", kwargs={"slug": team.slug})
     response = login(client, lead).post(
         url, {"action": "add", "username": "oscar", "role": "reviewer", "password": "new pw 12345"}
@@ -394,6 +396,16 @@ def test_adding_an_existing_account_with_a_password_keeps_their_own_password(
     outsider.refresh_from_db()
     assert outsider.check_password(PASSWORD)  # nobody takes over an existing login
     assert Membership.objects.get(project=team, user=outsider).role == Role.REVIEWER
+
+
+@pytest.mark.django_db
+def test_the_members_page_says_whom_a_lead_may_add(client, team, lead):
+    url = reverse("members", kwargs={"slug": team.slug})
+    page = login(client, lead).get(url).content.decode()
+    assert "already in a project you lead" in page and 'name="password"' not in page
+    allow_adding_anyone(user=lead)
+    page = client.get(url).content.decode()
+    assert "a new username creates an account" in page and 'name="password"' in page
 
 
 @pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from annotate.bundles import BundleInvalid
 from annotate.models import Membership, Role
-from annotate.services import add_member, import_members
+from annotate.services import add_member, allow_adding_anyone, import_members
 from annotate.services.members import parse_member_rows
 from tests.conftest import FIXTURES, PASSWORD
 
@@ -212,6 +212,7 @@ def test_import_members_command_prints_counts_and_passwords_once(small_project, 
 
 @pytest.mark.django_db
 def test_members_page_adds_many_from_a_csv(client, team, lead):
+    allow_adding_anyone(user=lead)
     url = reverse("members", kwargs={"slug": team.slug})
     client.force_login(lead)
     assert "Add many (CSV)" in client.get(url).content.decode()
@@ -227,6 +228,7 @@ def test_members_page_adds_many_from_a_csv(client, team, lead):
 
 @pytest.mark.django_db
 def test_members_page_lists_every_line_problem_and_htmx_gets_the_panel(client, team, lead):
+    allow_adding_anyone(user=lead)
     url = reverse("members", kwargs={"slug": team.slug})
     client.force_login(lead)
     bad = SimpleUploadedFile("m.csv", b"ok,reviewer\nivo,boss\n,lead\n")

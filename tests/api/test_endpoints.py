@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from annotate import gold
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
-from annotate.services import open_labelling
+from annotate.services import allow_adding_anyone, open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from jobs.models import Job
@@ -179,6 +179,7 @@ def test_lists_are_paginated_with_limit_and_offset(team, lead):
 
 
 def test_a_lead_adds_members_changes_roles_and_keeps_a_lead(team, lead):
+    allow_adding_anyone(user=lead)
     client = token_client(lead)
     added = client.post(
         f"{API}/projects/small/members/",
@@ -199,6 +200,7 @@ def test_a_lead_adds_members_changes_roles_and_keeps_a_lead(team, lead):
 def test_a_password_for_an_existing_account_leaves_their_own_and_bad_input_is_a_field_error(
     team, lead, outsider
 ):
+    allow_adding_anyone(user=lead)
     response = token_client(lead).post(
         f"{API}/projects/small/members/",
         {"username": outsider.username, "role": "reviewer", "password": "something long"},

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Answer
 from annotate.services import (
+    allow_adding_anyone,
     import_gold,
     import_labels,
     next_task,
@@ -55,6 +56,7 @@ def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
     (so a lead has something to adjudicate); bob drafted labels with a note on a task and
     skipped it, which alice then took (her task `mine`); bob is on another task."""
     project = open_labelling(project=team)
+    allow_adding_anyone(user=lead)  # the matrix adds carol, a new account
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream.readlines()[:2], project=project)
     gold = gold_for_every_answer(project, note=IMPORTED_NOTE)

@@ -18,6 +18,7 @@ from django.core.management import call_command
 from knox.models import AuthToken
 
 from annotate.models import Membership, Project, Role
+from annotate.services import allow_adding_anyone
 from evaluation.models import JudgeRun
 from tests.conftest import may_create_projects
 
@@ -39,6 +40,7 @@ def example(path: Path) -> str:
 
 def run_example(live_server, user, monkeypatch) -> dict:
     may_create_projects(user)  # the example may start by creating its project
+    allow_adding_anyone(user=user)  # and adding its reviewers, new accounts on an empty site
     _, token = AuthToken.objects.create(user=user)
     monkeypatch.setenv("CLAIMDESK_URL", live_server.url)
     monkeypatch.setenv("CLAIMDESK_TOKEN", token)

@@ -5,6 +5,7 @@ header stays `Authorization: Token <key>`."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -113,3 +114,35 @@ def test_an_inactive_account_cannot_use_its_token(reviewer_a):
 
 def test_the_token_page_needs_a_login(client, db):
     assert client.get("/account/token/").status_code == 302
+
+
+def test_an_address_sending_wrong_tokens_is_paused_with_429(page, reviewer_a, settings):
+    """Past CLAIMDESK_TOKEN_FAILURE_LIMIT wrong tokens within the window, every token from
+    that address is answered 429 with Retry-After, the right one too (a guesser must not
+    learn which key was right); another address, and the browser's session, are not
+    paused; the next window starts afresh."""
+    settings.CLAIMDESK_TOKEN_FAILURE_LIMIT = 3
+    settings.CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = 3600
+    key = create(page)
+    for guess in range(3):
+        assert script(f"{guess:064x}").get(f"{API}/projects/").status_code == 401
+    garbled = APIClient()
+    garbled.credentials(HTTP_AUTHORIZATION="Token a b")
+    paused = garbled.get(f"{API}/projects/")
+    assert paused.status_code == 429 and int(paused["Retry-After"]) > 0
+    assert "Too many wrong tokens" in paused.json()["detail"]
+    assert script(key).get(f"{API}/projects/").status_code == 429
+    elsewhere = script(key).get(f"{API}/projects/", REMOTE_ADDR="10.9.8.7")
+    assert elsewhere.status_code == 200
+    assert page.get(f"{API}/projects/").status_code == 200  # signed in: no token checked
+    settings.CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = 1  # a new window
+    time.sleep(1.1)
+    assert works(key)
+
+
+def test_a_token_that_is_not_utf8_is_a_401_and_counted(db, settings):
+    settings.CLAIMDESK_TOKEN_FAILURE_LIMIT = 1
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token \xe9\xe9")
+    assert client.get(f"{API}/projects/").status_code == 401
+    assert client.get(f"{API}/projects/").status_code == 429

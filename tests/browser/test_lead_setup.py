@@ -7,12 +7,14 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import Answer
+from annotate.services import allow_adding_anyone
 from tests.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_refused_member_form_puts_focus_on_the_field_in_error(page, team, lead, reviewer_a):
+    allow_adding_anyone(user=lead)  # the password field is for new accounts
     login(page, lead)
     page.goto(f"/p/{team.slug}/members/")
     page.fill("input[name=username]", "newcomer")

@@ -143,6 +143,16 @@ def test_the_api_retries_a_lost_job_and_refuses_a_refused_file(queued, lead):
     assert client.get(f"{API}/jobs/{job.pk}/").json()["errors"] == ["line 3: unknown case_id 'x'"]
 
 
+def test_retrying_a_finished_job_says_it_has_finished(queued, lead):
+    Job.objects.filter(pk=queued.pk).update(status=Job.Status.SUCCEEDED)
+    page = signed_in(lead).post(f"/jobs/{queued.pk}/retry/", follow=True).content.decode()
+    assert "This job has finished: there is nothing to retry." in page
+    assert "still running" not in page
+    refused = token_client(lead).post(f"{API}/jobs/{queued.pk}/retry/")
+    assert refused.status_code == 409
+    assert refused.json() == {"detail": "This job has finished: there is nothing to retry."}
+
+
 def test_labels_import_from_the_upload_page(lead, reviewer_a, reviewer_b):
     project = import_fixture("demo.jsonl", "demo")
     for name in ("alice", "bob"):

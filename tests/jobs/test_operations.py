@@ -85,6 +85,7 @@ def test_healthz_answers_any_host_without_a_session(settings):
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok"}
     assert "Set-Cookie" not in response and "no-store" in response["Cache-Control"]
+    assert response["X-Content-Type-Options"] == "nosniff"
     assert len(response.content) < 100
 
 
@@ -97,6 +98,7 @@ def test_healthz_is_503_when_the_database_does_not_answer(monkeypatch):
     response = Client().get("/healthz")
     assert response.status_code == 503
     assert response.json() == {"status": "unhealthy", "database": "unreachable"}
+    assert response["X-Content-Type-Options"] == "nosniff"
 
 
 @pytest.mark.django_db

@@ -11,6 +11,7 @@ from annotate.bundles import BundleInvalid
 from annotate.models import Project, Role
 from annotate.services import (
     add_member,
+    allow_adding_anyone,
     allow_creating_projects,
     import_bundle,
     import_labels,
@@ -26,7 +27,7 @@ PEOPLE = [
     ("carol", Role.REVIEWER),
 ]
 PASSWORD = "claimdesk-demo"
-DEMO_LEAD = "lead"  # may create projects as well as lead the demo
+DEMO_LEAD = "lead"  # may create projects and add anyone to them, as well as lead the demo
 GUIDELINES = """\
 Label what the supplied passages permit, not what you know.
 
@@ -58,13 +59,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo project '{project.name}' loaded.")
         else:
             self.stdout.write(f"Demo project '{project.name}' is already loaded.")
-        # The demo lead creates projects too (also when the demo was loaded before that).
+        # The demo lead creates projects and staffs them too (also when the demo was loaded
+        # before that).
         lead = project.memberships.filter(user__username=DEMO_LEAD).select_related("user").first()
         if lead is not None:
             allow_creating_projects(user=lead.user)
+            allow_adding_anyone(user=lead.user)
         self.stdout.write(f"Log in at http://127.0.0.1:8000/ with (password: {PASSWORD}):")
         for username, role in PEOPLE:
-            extra = " (may create projects)" if username == DEMO_LEAD else ""
+            extra = " (may create projects and add anyone)" if username == DEMO_LEAD else ""
             self.stdout.write(f"  {username:<6} {role}{extra}")
 
 
@@ -83,6 +86,7 @@ def load() -> Project:
         )
     lead = project.memberships.get(user__username=DEMO_LEAD).user
     allow_creating_projects(user=lead)
+    allow_adding_anyone(user=lead)
     project.guidelines = GUIDELINES
     project.save(update_fields=["guidelines"])
     project = open_labelling(project=project)
