@@ -30,8 +30,13 @@ def test_lead_reads_the_demo_report_and_sets_limits(page, demo, lead):
     login(page, lead)
     expect(page.locator(".user-menu summary")).to_contain_text(lead.username)
     page.goto(f"/p/{demo.slug}/evaluation/")
-    for title in SECTIONS:
+    # The sections are tabs: one shown at a time, each a click (or an arrow key) away.
+    tabs = page.get_by_role("tablist", name="Report sections").get_by_role("tab")
+    expect(tabs).to_have_count(len(SECTIONS))
+    for i, title in enumerate(SECTIONS):
+        tabs.nth(i).click()
         expect(page.get_by_role("heading", name=title, exact=True, level=2)).to_be_visible()
+        assert page.locator(".report-section:visible").count() == 1
     expect(page.get_by_text("exponential gain")).to_be_visible()
     charts = page.locator("svg[role=img]")
     assert charts.count() >= 15
@@ -44,10 +49,12 @@ def test_lead_reads_the_demo_report_and_sets_limits(page, demo, lead):
     assert page.evaluate(no_sideways)
     screenshot(page, "evaluation-report")
 
+    page.get_by_role("tab", name="Variants").click()
     page.fill("input[name=latency_budget]", "1500")
     page.fill("input[name=unsupported_limit]", "0.3")
     page.get_by_role("button", name="Apply").click()
-    page.wait_for_url("**latency_budget=1500**")
+    page.wait_for_url("**latency_budget=1500**#variants")
+    expect(page.get_by_role("tab", name="Variants")).to_have_attribute("aria-selected", "true")
     expect(page.get_by_text("Meets the limits:")).to_be_visible()
     variants = page.locator("#table-variants tbody tr")
     expect(variants).to_have_count(2)
@@ -73,7 +80,7 @@ def test_a_table_filter_keeps_the_keyboard_focus_through_its_swap(page, demo, le
     arrow key on a select swapped the table and dropped focus to the page."""
     login(page, lead)
     page.goto(f"/p/{demo.slug}/evaluation/")
-    page.wait_for_selector("body")
+    page.get_by_role("tab", name="Stage diagnosis").click()
     select = page.locator("#table-diagnosis-dv")
     select.focus()
     with page.expect_response(
