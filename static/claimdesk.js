@@ -62,7 +62,7 @@
     const detail = panel.querySelector(".help, .error-summary-title, p");
     region.textContent = [title, detail].filter(Boolean).map((n) => n.textContent.trim().replace(/\s+/g, " ")).join(". ");
     if (panel.dataset.jobStatus === "failed" || panel.dataset.jobStatus === "stalled") {
-      const target = panel.querySelector(".error-summary, h2");
+      const target = panel.querySelector(".error-summary") || panel.querySelector("h2");
       if (target) {
         if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
         target.focus({ preventScroll: true });

@@ -190,10 +190,10 @@ def test_opening_skip_leaves_submit_in_view(page, demo, reviewer_a, width, heigh
     after = submit.bounding_box()
     page.screenshot(path=str(ARTIFACTS / f"labelling-skip-{width}.png"))
     assert all(abs(after[k] - before[k]) < 1 for k in before), (before, after)
-    assert 0 <= after["y"] and after["y"] + after["height"] <= height
+    assert after["y"] >= 0 and after["y"] + after["height"] <= height
     reason = page.get_by_label("Why skip this task?").bounding_box()
-    assert 0 <= reason["x"] and reason["x"] + reason["width"] <= width
-    assert 0 <= reason["y"]
+    assert reason["x"] >= 0 and reason["x"] + reason["width"] <= width
+    assert reason["y"] >= 0
 
 
 def test_on_a_touch_screen_no_key_hints_are_shown(browser, live_server, demo, reviewer_a):
