@@ -89,3 +89,30 @@ def test_a_table_filter_keeps_the_keyboard_focus_through_its_swap(page, demo, le
         select.select_option(index=1)
     page.wait_for_function("() => document.activeElement && document.activeElement.id")
     assert page.evaluate("() => document.activeElement.id") == "table-diagnosis-dv"
+
+
+def test_the_paired_comparison_is_a_skip_link_away_and_tabs_move_by_arrow_keys(page, demo, lead):
+    """#34: the report was 10,645 px tall with the comparison far down. Now its sections are
+    tabs, the page a section tall, and the comparison the second skip link: Tab, Tab, Enter
+    from page load."""
+    login(page, lead)
+    page.goto(f"/p/{demo.slug}/evaluation/?a=baseline&b=verifier")
+    retrieval_height = page.evaluate("document.documentElement.scrollHeight")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to the paired comparison")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#comparison")).to_be_focused()
+    expect(page.locator("#comparison")).to_contain_text("Paired comparison: baseline → verifier")
+    expect(page.get_by_role("tab", name="Variants")).to_have_attribute("aria-selected", "true")
+    assert page.locator(".report-section:visible").count() == 1
+    # every section is shorter than the old page: one tab at a time
+    assert retrieval_height < 6000, retrieval_height
+    # the tabs: arrow keys, Home and End, as any tab list
+    page.get_by_role("tab", name="Variants").focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("tab", name="Latency")).to_be_focused()
+    expect(page.get_by_role("heading", name="Latency", level=2)).to_be_visible()
+    page.keyboard.press("Home")
+    expect(page.get_by_role("tab", name="Retrieval")).to_have_attribute("aria-selected", "true")
+    assert page.url.endswith("#retrieval")
