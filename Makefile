@@ -11,8 +11,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt | $(BIN)/python
+# The API's Python client (client/), editable: the README's example imports it, and the
+# tests import the working copy.
+$(VENV)/.installed: requirements.txt client/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q -e client
 	touch $@
 
 $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
