@@ -1,8 +1,8 @@
 """The "use it from Python" example of docs/api.md (pasted into the README) runs, as written,
-with `requests` against a live server: upload a bundle, open labelling, pull gold, push a
-judge run, read calibration. It runs on an empty database and on the state a fresh
-`make run` leaves (the demo loaded by load_demo, a token of its `lead`), and again on top of
-either: every step looks before it writes."""
+with the API's client (claimdesk_client, client/) against a live server: upload a bundle,
+open labelling, pull gold, push a judge run, read calibration. It runs on an empty database and
+on the state a fresh `make run` leaves (the demo loaded by load_demo, a token of its `lead`),
+and again on top of either: every step looks before it writes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-import requests
+from claimdesk_client import Client
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from knox.models import AuthToken
@@ -33,7 +33,7 @@ def python_blocks(path: Path) -> list[str]:
 
 def example(path: Path) -> str:
     """The block that talks to the API (the README may hold other Python)."""
-    blocks = [b for b in python_blocks(path) if "/api/v1" in b or "API}" in b]
+    blocks = [b for b in python_blocks(path) if "claimdesk_client" in b]
     assert len(blocks) == 1, f"{path.name} should hold exactly one API example"
     return blocks[0]
 
@@ -57,16 +57,11 @@ def run_example(live_server, user, monkeypatch) -> dict:
 def hang_up(namespace: dict, before: set[threading.Thread]) -> None:
     """Close the example's kept-alive connections and wait for the live server to see them
     end. The server serves each connection on a daemon thread of its own; one left waiting
-    woke at interpreter exit, when the session was collected at last, and died printing
-    "Exception in thread ... (process_request_thread)" after a passing run. The pools are
-    closed one by one: urllib3 2.8's PoolManager.clear(), which Session.close() calls, forgets
-    its pools without closing their connections."""
+    woke at interpreter exit, when the client was collected at last, and died printing
+    "Exception in thread ... (process_request_thread)" after a passing run. Client.close()
+    closes its connections one by one (requests' Session.close() alone only forgets them)."""
     for value in namespace.values():
-        if isinstance(value, requests.Session):
-            for adapter in value.adapters.values():
-                pools = adapter.poolmanager.pools
-                for key in pools.keys():  # noqa: SIM118 (urllib3 refuses to iterate it)
-                    pools[key].close()
+        if isinstance(value, Client):
             value.close()
     for thread in set(threading.enumerate()) - before:
         if thread.name.endswith("(process_request_thread)"):
@@ -79,7 +74,7 @@ def assert_done(namespace: dict, user, out: str) -> None:
     assert project.state == Project.State.OPEN
     assert Membership.objects.get(project=project, user=user).role == Role.LEAD
     assert len(namespace["gold"]) == 101
-    assert JudgeRun.objects.get(project=project).pk == namespace["run_id"]  # one run only
+    assert JudgeRun.objects.get(project=project).pk == namespace["run"]["id"]  # one run only
     calibration = namespace["calibration"]
     assert calibration["split"] == "judge_test" and calibration["n"] > 0
     assert "101 gold rows" in out and "judge strict-judge-v2" in out
@@ -110,13 +105,15 @@ def test_the_python_example_runs_on_what_make_run_leaves(live_server, monkeypatc
         assert_done(namespace, demo_lead, out)
 
 
-def test_requests_comes_with_what_make_run_installs():
-    """The example imports requests: requirements.txt (all `make run` installs) pins it."""
+def test_the_client_comes_with_what_make_run_installs():
+    """The example imports claimdesk_client, which `make run` installs (tests/client/
+    test_package.py), and the client needs requests: requirements.txt pins it."""
     pinned = (ROOT / "requirements.txt").read_text().splitlines()
     assert any(re.match(r"requests==\d", line) for line in pinned)
+    assert "claimdesk_client" in example(DOCS)
 
 
 def test_the_readme_carries_the_same_example_once_it_is_pasted():
-    if not README.exists() or "/api/v1" not in README.read_text():
+    if not README.exists() or "claimdesk_client" not in README.read_text():
         pytest.skip("the README does not have the API example yet (docs/api.md has it)")
     assert example(README).strip() == example(DOCS).strip()
