@@ -56,7 +56,7 @@ class Client:
         self.poll_interval = poll_interval
         self.wait_timeout = wait_timeout
         self.session = session or requests.Session()
-        self.session.headers["Authorization"] = f"Token {token}"
+        self.session.headers["Authorization"] = f"Token {token.strip()}"
         self.session.headers["User-Agent"] = f"claimdesk-client/{__version__}"
         self.sleep: Callable[[float], None] = time.sleep  # tests count the waits
 

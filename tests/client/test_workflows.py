@@ -11,6 +11,7 @@ import io
 import json
 
 import pytest
+from claimdesk_client import Client
 from django.test import Client as DjangoClient
 
 from annotate.models import Answer, Membership, Project, Role
@@ -41,8 +42,12 @@ def read_without_client(user, path: str) -> bytes:
     return b"".join(response.streaming_content)
 
 
-def test_whoami_names_the_tokens_owner(claimdesk, lead):
+def test_whoami_names_the_tokens_owner(claimdesk, lead, live_server):
     assert claimdesk.whoami() == lead.username
+    # A token read from a file or a terminal keeps its newline: it is not part of the key.
+    key = claimdesk.session.headers["Authorization"].removeprefix("Token ")
+    with Client(live_server.url, f" {key}\n") as pasted:
+        assert pasted.whoami() == lead.username
 
 
 def test_import_bundle_creates_the_project_waits_for_its_job_and_is_idempotent(claimdesk, lead):
