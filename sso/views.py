@@ -13,8 +13,9 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
-from django.shortcuts import resolve_url
+from django.shortcuts import redirect, resolve_url
 from django.urls import reverse
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
@@ -57,9 +58,15 @@ class LoginPage(auth_views.LoginView):
 
 def admin_login(request):
     """The admin's own login form while passwords are on; else the login page, which comes
-    back to the admin once signed in (a staff account signs in with the provider like anyone)."""
+    back to the admin once signed in (a staff account signs in with the provider like anyone).
+    Someone signed in who may not use the admin gets 403: the login page would send them
+    straight back to the admin, and the admin here."""
     if password_login():
         return admin.site.login(request)
+    if admin.site.has_permission(request):
+        return redirect("admin:index")
+    if request.user.is_authenticated:
+        raise PermissionDenied
     return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
 
 

@@ -58,6 +58,17 @@ def test_with_password_login_off_the_admin_login_is_the_login_page(client, sso, 
     assert response["Location"] == "/login/?next=/admin/" and not signed_in(client)
 
 
+def test_with_password_login_off_someone_signed_in_but_not_staff_gets_403_not_a_loop(
+    client, sso, settings
+):
+    passwords_off(settings)
+    sign_in(client, "rita")
+    assert client.get("/admin/")["Location"] == "/admin/login/?next=/admin/"
+    assert client.get("/admin/login/?next=/admin/").status_code == 403
+    User.objects.filter(username="rita").update(is_staff=True)
+    assert client.get("/admin/login/")["Location"] == "/admin/"
+
+
 def test_an_administrator_set_up_without_a_password_signs_in_with_the_provider(
     client, sso, settings
 ):
