@@ -10,16 +10,22 @@ ALLOWED_HOSTS  comma-separated; defaults to localhost names.
 CLAIMDESK_TASKS  where background work runs: "database" (default; a worker started with
                `manage.py worker` takes it from the database), "rq" (Redis + RQ, REDIS_URL) or
                "immediate" (inside the request or command that asked: no worker needed).
+OIDC_RP_CLIENT_ID  set: single sign-on with OpenID Connect is on (the OIDC_* and
+               CLAIMDESK_OIDC_* variables below; README.md, "Single sign-on").
+CLAIMDESK_PASSWORD_LOGIN  "false" removes password login (single sign-on must be on).
 """
 
 import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+
+from sso.mapping import MappingInvalid, parse_role_mapping
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CLAIMDESK_VAR_DIR", BASE_DIR / "var"))
@@ -110,6 +116,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "sso.views.sign_in_options",
             ],
         },
     },
@@ -143,10 +150,75 @@ AUTH_PASSWORD_VALIDATORS = [
     # Validates nothing: its password_changed hook revokes the person's API tokens.
     {"NAME": "annotate.tokens.RevokeTokensOnPasswordChange"},
 ]
+
+# --- Single sign-on: OpenID Connect through mozilla-django-oidc (sso/; README.md) -----------
+# On when OIDC_RP_CLIENT_ID is set. The provider's endpoints are given one by one, or read from
+# its discovery document at the first login that needs them (sso.provider): not here, so a
+# provider that is down stops no server. The OIDC_* names are the library's own settings.
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "").strip()
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_DISCOVERY_URL = os.environ.get("OIDC_OP_DISCOVERY_URL", "").strip()
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "").strip()
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "").strip()
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "").strip()
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "").strip()
+OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_OP_LOGOUT_ENDPOINT", "").strip()
+# RS256 is what providers sign ID tokens with unless told otherwise (the library's default,
+# HS256, signs with the client secret); the keys come from the provider's JWKS endpoint.
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_RP_SIGN_ALGO", "RS256").strip()
+OIDC_RP_IDP_SIGN_KEY = os.environ.get("OIDC_RP_IDP_SIGN_KEY") or None
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile")
+OIDC_USE_PKCE = env_bool("OIDC_USE_PKCE", True)
+# Seconds to wait for the provider (the library waits for ever by default).
+OIDC_TIMEOUT = int(os.environ.get("OIDC_TIMEOUT", "10"))
+# The words after "Sign in with" on the login page.
+CLAIMDESK_OIDC_PROVIDER_NAME = os.environ.get("CLAIMDESK_OIDC_PROVIDER_NAME", "single sign-on")
+# The claim whose value is the account's username (sso.backend says which accounts it may
+# sign in to). It must not change for a person: a new value is a new account.
+CLAIMDESK_OIDC_USERNAME_CLAIM = os.environ.get(
+    "CLAIMDESK_OIDC_USERNAME_CLAIM", "preferred_username"
+)
+# Which claim gives roles in which projects (sso.mapping; none by default).
+try:
+    CLAIMDESK_OIDC_ROLES = parse_role_mapping(os.environ.get("CLAIMDESK_OIDC_ROLES", ""))
+except MappingInvalid as exc:
+    raise ImproperlyConfigured(f"CLAIMDESK_OIDC_ROLES: {exc}") from exc
+# Logging out also ends the session at the provider (its end_session_endpoint), which needs
+# the ID token kept in the session.
+CLAIMDESK_OIDC_PROVIDER_LOGOUT = env_bool("CLAIMDESK_OIDC_PROVIDER_LOGOUT")
+OIDC_STORE_ID_TOKEN = CLAIMDESK_OIDC_PROVIDER_LOGOUT
+CLAIMDESK_PASSWORD_LOGIN = env_bool("CLAIMDESK_PASSWORD_LOGIN", True)
+
+
+def _sso_problems() -> list[str]:
+    if not OIDC_RP_CLIENT_ID:
+        if CLAIMDESK_PASSWORD_LOGIN:
+            return []
+        return ["CLAIMDESK_PASSWORD_LOGIN=false needs single sign-on on (OIDC_RP_CLIENT_ID)"]
+    if OIDC_OP_DISCOVERY_URL:
+        return []
+    endpoints = {
+        "OIDC_OP_AUTHORIZATION_ENDPOINT": OIDC_OP_AUTHORIZATION_ENDPOINT,
+        "OIDC_OP_TOKEN_ENDPOINT": OIDC_OP_TOKEN_ENDPOINT,
+        "OIDC_OP_USER_ENDPOINT": OIDC_OP_USER_ENDPOINT,
+    }
+    if OIDC_RP_SIGN_ALGO.startswith(("RS", "ES")) and not OIDC_RP_IDP_SIGN_KEY:
+        endpoints["OIDC_OP_JWKS_ENDPOINT"] = OIDC_OP_JWKS_ENDPOINT
+    missing = [name for name, url in endpoints.items() if not url]
+    if missing:
+        return [f"single sign-on needs OIDC_OP_DISCOVERY_URL, or {', '.join(missing)}"]
+    return []
+
+
+if _sso_problems():
+    raise ImproperlyConfigured("; ".join(_sso_problems()))
+
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(["django.contrib.auth.backends.ModelBackend"] if CLAIMDESK_PASSWORD_LOGIN else []),
+    # Also answers permission checks (a ModelBackend), so it suffices without passwords.
+    *(["sso.backend.SsoBackend"] if OIDC_RP_CLIENT_ID else []),
 ]
 # Login throttling (django-axes) on /login/ and /admin/login/: after this many wrong passwords
 # for one username from one address, that pair is refused -- the right password included --
@@ -157,6 +229,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLAIMDESK_LOGIN_COOLOF
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "annotate.account_views.locked_out"
+# A return from the single sign-on provider is no password guess: not counted (sso.views).
+AXES_WHITELIST_CALLABLE = "sso.views.not_a_password_login"
 # Behind reverse proxies, how many of them append to X-Forwarded-For: the client's address is
 # then read from that header (config/proxies.py). 0, the default, ignores the header.
 CLAIMDESK_PROXY_COUNT = int(os.environ.get("CLAIMDESK_PROXY_COUNT", "0"))
@@ -311,6 +385,29 @@ CONTENT_SECURITY_POLICY = {
         "object-src": [NONE],
     },
 }
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# Single sign-on: Chromium holds a form's redirects to form-action too, and the logout form
+# leads to the provider's end-session endpoint (CLAIMDESK_OIDC_PROVIDER_LOGOUT). The "Sign in
+# with" button is a link, which form-action does not govern, but its endpoint is the same
+# provider's. Its origin: the endpoints' given ones, else the discovery document's.
+if OIDC_RP_CLIENT_ID:
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"] += sorted(
+        {
+            _origin(url)
+            for url in (
+                OIDC_OP_DISCOVERY_URL,
+                OIDC_OP_AUTHORIZATION_ENDPOINT,
+                OIDC_OP_LOGOUT_ENDPOINT,
+            )
+            if url
+        }
+    )
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

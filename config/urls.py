@@ -1,14 +1,17 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from annotate import account_views, token_views
 from config.lazy import lazy
+from sso import views as sso_views
 
 urlpatterns = [
+    # Before the admin's own: with password login off it sends people to the login page.
+    path("admin/login/", sso_views.admin_login),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", sso_views.LoginPage.as_view(), name="login"),
+    path("logout/", sso_views.Logout.as_view(), name="logout"),
+    path("oidc/", include("sso.urls")),
     path(
         "p/<slug:slug>/agreement/", lazy("evaluation.agreement_views.agreement"), name="agreement"
     ),

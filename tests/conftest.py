@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 
 from annotate.models import Project, Role
 
-# Real worker processes for the tests of background jobs (fixtures `workers`, `database_tasks`).
-pytest_plugins = ["tests.workers"]
+# Real worker processes for the tests of background jobs (fixtures `workers`, `database_tasks`);
+# a real OpenID Connect provider for single sign-on (fixtures `oidc_provider`, `sso`).
+pytest_plugins = ["tests.workers", "tests.oidc_provider"]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PASSWORD = "correct horse battery"

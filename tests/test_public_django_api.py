@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("annotate", "evaluation", "jobs", "config")
+PACKAGES = ("annotate", "evaluation", "jobs", "config", "sso")
 
 # What each pattern finds, and a line it must catch.
 PRIVATE = {
