@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import F
 
 from annotate.claims import strip_markers
+from annotate.common.errors import ServiceError
 from annotate.models import Answer, Citation, Claim, Passage, Project
-from annotate.services import ServiceError
 
 LOCKED = "Claims are locked once labelling opens."
 MAX_CITED_ID = Citation._meta.get_field("cited_id").max_length

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotate import safe_json
 from annotate.claims import marker_free
+from annotate.common import safe_json
 from annotate.schema import LabelSchema, SchemaInvalid
 
 SPLITS = ("dev", "heldout")
@@ -473,7 +473,7 @@ def line_ends(lines: Iterable[bytes | str]) -> Iterator[bytes | str]:
 
 class JsonLines:
     """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON,
-    not an object, or that carry what no field may hold (annotate.safe_json: NaN, numbers out
+    not an object, or that carry what no field may hold (annotate.common.safe_json: NaN, numbers out
     of range, nesting deeper than 32 levels, control characters, lone surrogates, a key given
     twice), become errors numbered like the file -- blank lines counted but skipped, a line
     ended by \\n, \\r\\n or \\r (line_ends) -- so every importer reports them the same way,

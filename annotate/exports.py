@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 from django.db.models import Count, Max, Q
 
-from annotate import csvsafe, gold
+from annotate import gold
 from annotate.bundles import canonical_number
+from annotate.common import csvsafe
 from annotate.models import (
     Answer,
     Assignment,

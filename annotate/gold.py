@@ -32,7 +32,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, Sum, TextField
 from django.db.models.functions import Cast
 
-from annotate import collector
+from annotate.common import collector
 from annotate.models import (
     Answer,
     Assignment,

@@ -1,7 +1,8 @@
 from django.urls import path
 
-from annotate import docs_views, lead_views, views
+from annotate import lead_views, views
 from annotate.access import project_creators_only
+from annotate.common import docs_views
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -16,6 +16,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import exports, gold, selectors, services, task_status
 from annotate.access import may_create_projects
+from annotate.common.errors import ServiceError
+from annotate.common.paging import paginate
 from annotate.forms import (
     AnswerLabelForm,
     ClaimLabelForm,
@@ -31,9 +33,7 @@ from annotate.models import (
     Severity,
     Support,
 )
-from annotate.paging import paginate
 from annotate.report_cache import reports_of
-from annotate.services import ServiceError
 
 
 def project_view(*roles: str):

@@ -32,7 +32,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
     """Two submitted label sets per answer, inserted in bulk."""
     from django.utils import timezone
 
-    from annotate import bulk
+    from annotate.common import bulk
     from annotate.models import Answer, Assignment, Claim, ClaimLabel
 
     rng = random.Random(7)

@@ -8,7 +8,7 @@ import json
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from annotate import csvsafe
+from annotate.common import csvsafe
 from annotate.models import Role
 from annotate.views import project_view
 from evaluation import charts

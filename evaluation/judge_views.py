@@ -20,9 +20,9 @@ from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpRespon
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotate import csvsafe
+from annotate.common import csvsafe
+from annotate.common.paging import paginate
 from annotate.models import Answer, Role
-from annotate.paging import paginate
 from annotate.views import project_view
 from evaluation import charts
 from evaluation.agreement_views import short_label

@@ -23,7 +23,6 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate import bulk, collector, safe_json
 from annotate.bundles import (
     MAX_ID,
     MAX_SHORT_TEXT,
@@ -35,6 +34,7 @@ from annotate.bundles import (
     quote_occurs,
     too_long,
 )
+from annotate.common import bulk, collector, safe_json
 from annotate.models import Answer, Claim, Passage, Project, Variant
 from annotate.schema import RELEVANCE, SCALES, UNSUPPORTED
 from evaluation.models import JudgeRun, Verdict
@@ -455,7 +455,7 @@ def import_judge_run(
         raise BundleInvalid([_name_taken(record, project)]) from None
 
     result = JudgeRunImportResult(run=run)
-    # Plain rows for COPY (annotate.bulk), not model instances for bulk_create: on PostgreSQL
+    # Plain rows for COPY (annotate.common.bulk), not model instances for bulk_create: on PostgreSQL
     # Django sends each batch as arrays that psycopg quotes value by value in Python, and
     # 100,000 instances were most of the import's memory.
     ids = bulk.allocate_ids(Verdict, len(parsed.verdicts))

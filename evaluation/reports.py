@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotate import collector
+from annotate.common import collector
 from annotate.gold import ADJUDICATED, AGREED, IMPORTED, gold_in_chunks
 from annotate.models import (
     Answer,

@@ -20,9 +20,9 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from annotate import csvsafe
+from annotate.common import csvsafe
+from annotate.common.paging import paginate
 from annotate.models import Answer, Role, Variant
-from annotate.paging import paginate
 from annotate.report_cache import reports_of
 from annotate.views import project_view
 from evaluation import charts

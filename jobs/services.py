@@ -24,11 +24,12 @@ from django.core.files.storage import storages
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotate import collector
 from annotate.bundles import BundleError, BundleInvalid
+from annotate.common import collector
+from annotate.common.errors import ServiceError
 from annotate.models import Project
 from annotate.schema import LabelSchema
-from annotate.services import DeletionsNotConfirmed, ServiceError
+from annotate.services import DeletionsNotConfirmed
 from jobs import framework
 from jobs.models import Job
 from jobs.progress import Progress, first_stage

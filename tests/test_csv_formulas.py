@@ -12,7 +12,7 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotate.csvsafe import safe_cell
+from annotate.common.csvsafe import safe_cell
 from annotate.services import add_member, import_bundle, import_labels, open_labelling
 from tests.conftest import FIXTURES, PASSWORD
 

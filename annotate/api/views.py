@@ -43,13 +43,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, safe_json, selectors, services, uploads
+from annotate import exports, gold, selectors, services, uploads
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.bundles import BundleInvalid
+from annotate.common import safe_json
+from annotate.common.errors import NotAllowed, ServiceError
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
-from annotate.services import ServiceError
 from annotate.tokens import TokenAuthentication
 from config import errors
 from jobs import services as jobs
@@ -123,7 +124,7 @@ class BodyTooLarge(APIException):
 
 
 class SafeJSONParser(JSONParser):
-    """JSON bodies read with annotate.safe_json, as the importers read their lines. DRF's own
+    """JSON bodies read with annotate.common.safe_json, as the importers read their lines. DRF's own
     parser refuses NaN but takes 1e400 as infinity, passes NUL characters and lone surrogates
     on to the database, and lets deep nesting raise RecursionError: a 500 at every endpoint.
     Here each is a 400 naming the field (`{"decisions.0.value": ["NaN is not ..."]}`)."""
@@ -435,7 +436,7 @@ class ProjectList(ListView, APIView):
             upload, _ = upload_file(request)
         try:
             services.check_new_slug(slug=data["slug"], user=request.user, reimport=True)
-        except services.NotAllowed as exc:
+        except NotAllowed as exc:
             raise PermissionDenied(str(exc)) from exc
         except ServiceError as exc:
             raise ValidationError({"slug": [str(exc)]}) from exc

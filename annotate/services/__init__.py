@@ -18,6 +18,7 @@ One module per capability:
 - preferences: a person's own settings (set_preferences)
 """
 
+from annotate.common.errors import NotAllowed, ServiceError
 from annotate.services.adjudication import (
     Conflict,
     DecisionInput,
@@ -27,7 +28,6 @@ from annotate.services.adjudication import (
     adjudicate,
     start_adjudication,
 )
-from annotate.services.base import NotAllowed, ServiceError
 from annotate.services.gold_import import GoldImportResult, import_gold
 from annotate.services.imports import (
     SLUG_ERRORS,

@@ -11,8 +11,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate import gold, safe_json
+from annotate import gold
 from annotate.bundles import quote_occurs
+from annotate.common import safe_json
+from annotate.common.errors import ServiceError
 from annotate.gold import ANSWER_FIELDS
 from annotate.models import (
     FAILURE_LABELS,
@@ -29,7 +31,6 @@ from annotate.models import (
     Severity,
     Support,
 )
-from annotate.services.base import ServiceError
 from annotate.services.labelling import shown_passages
 
 # --- Adjudication ------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from annotate import bulk, collector
 from annotate.bundles import BundleError, BundleInvalid, JsonLines
+from annotate.common import bulk, collector
 from annotate.models import (
     Assignment,
     Claim,

@@ -11,12 +11,12 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
-from annotate import bulk, collector
 from annotate.bundles import (
     BundleError,
     BundleInvalid,
     JsonLines,
 )
+from annotate.common import bulk, collector
 from annotate.models import (
     Answer,
     Assignment,

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from annotate import collector
 from annotate.bundles import kind_of, quote_occurs
+from annotate.common import collector
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,
@@ -83,7 +83,7 @@ class NamedAnswers:
         return found
 
     def release(self) -> None:
-        """Free the answers read for the last chunk: untied (see annotate.collector), or
+        """Free the answers read for the last chunk: untied (see annotate.common.collector), or
         the import's paused collector would keep them to the end."""
         collector.untie(self.answers.values())
         self.answers = {}

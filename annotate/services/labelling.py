@@ -14,6 +14,7 @@ from django.utils import timezone
 from annotate.bundles import (
     quote_occurs,
 )
+from annotate.common.errors import ServiceError
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -32,7 +33,6 @@ from annotate.models import (
     Support,
 )
 from annotate.schema import LabelSchema
-from annotate.services.base import ServiceError
 
 # --- Labels ----------------------------------------------------------------------------------
 

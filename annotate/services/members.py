@@ -20,12 +20,12 @@ from django.db import transaction
 
 from annotate.access import may_add_anyone
 from annotate.bundles import BundleError, BundleInvalid
+from annotate.common.errors import ServiceError
 from annotate.models import (
     Membership,
     Project,
     Role,
 )
-from annotate.services.base import ServiceError
 
 
 @transaction.atomic

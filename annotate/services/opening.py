@@ -9,13 +9,13 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotate import bulk
+from annotate.common import bulk
+from annotate.common.errors import ServiceError
 from annotate.models import (
     Answer,
     Assignment,
     Project,
 )
-from annotate.services.base import ServiceError
 
 # Task order is a blinding matter: a shuffle anyone can replay (one seeded with the project's
 # slug, say) tells a reviewer which variant wrote each task number. Draw from the OS.

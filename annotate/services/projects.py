@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
+from annotate.common.errors import ServiceError
 from annotate.models import (
     Project,
 )
 from annotate.schema import LabelSchema
-from annotate.services.base import ServiceError
 
 # --- Guidelines ------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from annotate.common.errors import ServiceError
 from annotate.models import (
     Answer,
     Assignment,
@@ -18,7 +19,6 @@ from annotate.models import (
     Project,
     Role,
 )
-from annotate.services.base import ServiceError
 
 # --- The queue ------------------------------------------------------------------------------
 

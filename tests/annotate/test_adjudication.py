@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate import gold
+from annotate.common.errors import ServiceError
 from annotate.exports import GOLD_CSV_COLUMNS, gold_rows, jsonl
 from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
 from annotate.services import (
     Conflict,
     DecisionInput,
-    ServiceError,
     StillUndoable,
     add_member,
     adjudicate,

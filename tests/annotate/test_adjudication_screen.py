@@ -13,13 +13,10 @@ from django.test import Client
 from django.urls import reverse
 
 from annotate import gold
+from annotate.common.errors import ServiceError
 from annotate.exports import gold_rows
 from annotate.models import Answer, Decision, Project
-from annotate.services import (
-    DecisionInput,
-    ServiceError,
-    adjudicate,
-)
+from annotate.services import DecisionInput, adjudicate
 from tests.conftest import PASSWORD, labelled_demo
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,10 @@ import pytest
 from django.urls import reverse
 
 from annotate import gold
+from annotate.common.errors import ServiceError
 from annotate.exports import gold_rows
 from annotate.models import Answer, Decision
-from annotate.services import ServiceError, adjudicate
+from annotate.services import adjudicate
 from annotate.services.adjudication import DecisionInput, _check_decision_value
 from tests import api as shared
 from tests.annotate.test_gold_schema import SCHEMA

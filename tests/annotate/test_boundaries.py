@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from annotate import boundaries
+from annotate.common.errors import ServiceError
 from annotate.models import Answer, Claim
-from annotate.services import ServiceError, open_labelling
+from annotate.services import open_labelling
 
 VERIFIER = "a2-deadline/verifier"  # arrived without claims: two proposed sentence claims
 TEXT = (

@@ -18,9 +18,9 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from annotate.bundles import BundleInvalid
+from annotate.common.errors import ServiceError
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
 from annotate.services import (
-    ServiceError,
     StillUndoable,
     add_member,
     import_labels,

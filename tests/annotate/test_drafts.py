@@ -17,10 +17,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, ClaimLabel, Project
 from annotate.services import (
     IDLE_CAP_SECONDS,
-    ServiceError,
     StaleDraft,
     StillUndoable,
     open_labelling,

@@ -15,11 +15,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import bulk
+from annotate.common import bulk
+from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
 from annotate.selectors import CASE_FIELDS_NOT_SHOWN
 from annotate.services import (
-    ServiceError,
     next_task,
     open_labelling,
     release_task,

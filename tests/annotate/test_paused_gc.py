@@ -1,4 +1,4 @@
-"""Imports run with Python's cyclic garbage collector paused (annotate.collector: it walked
+"""Imports run with Python's cyclic garbage collector paused (annotate.common.collector: it walked
 the import's millions of objects again and again, 1.1 of 7 s on a 100,000-claim bundle), and
 turn it back on, after a refused bundle too. How pauses overlap across threads, and a
 collector that was off staying off: tests/annotate/test_collector.py."""

@@ -328,7 +328,7 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     sequential scan of the table, so every chunk read every answer's claims and labels
     again (each chunk of a 10,000-answer export scanned 100,000 claims, 200,000 labels and
     100,000 citations). `__among` adds the list's bounds, which lower the planner's
-    estimate until it takes the index (annotate/lookups.py says how)."""
+    estimate until it takes the index (annotate/common/lookups.py says how)."""
     from annotate import exports, gold
 
     others = [

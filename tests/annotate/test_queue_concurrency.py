@@ -149,8 +149,9 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
     100 tries: the lead read labels the reviewer then changed. Both now take the answer's row
     lock; the lead reads the labels only after the lock is taken."""
     from annotate import selectors
+    from annotate.common.errors import ServiceError
     from annotate.models import AdjudicationLock
-    from annotate.services import ServiceError, reopen_task, start_adjudication
+    from annotate.services import reopen_task, start_adjudication
 
     project, reviewers = crowded_project
     lead = get_user_model().objects.create(username="lead")

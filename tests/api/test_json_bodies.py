@@ -1,5 +1,5 @@
-"""Issue #15: every JSON body the API reads is read strictly (annotate.safe_json). Deep nesting
-made every JSON endpoint answer 500 (RecursionError inside DRF's parser); 1e400 became
+"""Issue #15: every JSON body the API reads is read strictly (annotate.common.safe_json). Deep
+nesting made every JSON endpoint answer 500 (RecursionError inside DRF's parser); 1e400 became
 infinity; NUL characters and lone surrogates went on to the database. Each is now a 400 whose
 JSON body names the field, and nothing is written."""
 

@@ -2,7 +2,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate import collector
+from annotate.common import collector
 from annotate.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows, jsonl
 from annotate.models import Project
 

@@ -2,7 +2,7 @@
 an example bundle to download and the gold export's JSON Schema.
 
 Only the names in DOCS are served, read from the repository's docs/ folder and rendered by
-annotate.markdown (markdown-it-py, raw HTML off: see there why it is not shown raw)."""
+annotate.common.markdown (markdown-it-py, raw HTML off: see there why it is not shown raw)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from annotate import markdown
+from annotate.common import markdown
 
 DOCS_DIR = Path(settings.BASE_DIR) / "docs"
 EXAMPLE_BUNDLE = Path(settings.BASE_DIR) / "fixtures" / "small.jsonl"
