@@ -22,6 +22,7 @@ from annotate import boundaries as boundary_services
 from annotate.access import may_add_anyone
 from annotate.bundles import BundleInvalid
 from annotate.common.errors import ServiceError
+from annotate.common.roles import project_view
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
     AddMemberForm,
@@ -34,7 +35,6 @@ from annotate.lead_forms import (
 )
 from annotate.models import Answer, Claim, Membership, Project, Role
 from annotate.report_cache import reports_of
-from annotate.views import project_view
 from jobs import services as jobs
 from jobs import views as job_views
 from jobs.models import Job

@@ -122,17 +122,6 @@ class PairShares:
             return gold.summary_of({pk: share for pk, (_, share) in kept.items()})
 
 
-def project_for(user, slug: str) -> tuple[Project, str] | None:
-    """The project and the user's role in it, or None when the user has no role (the caller
-    answers 404 so that existence itself does not leak)."""
-    membership = (
-        Membership.objects.filter(user=user, project__slug=slug).select_related("project").first()
-    )
-    if membership is None:
-        return None
-    return membership.project, membership.role
-
-
 # --- The labelling screen --------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from annotate import exports, gold, selectors, services, task_status
 from annotate.access import may_create_projects
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
+from annotate.common.roles import project_view
 from annotate.forms import (
     AnswerLabelForm,
     ClaimLabelForm,
@@ -34,24 +35,6 @@ from annotate.models import (
     Support,
 )
 from annotate.report_cache import reports_of
-
-
-def project_view(*roles: str):
-    """Resolve /p/<slug>/ to (project, role) for the logged-in user, or 404."""
-
-    def decorator(view):
-        @login_required
-        @wraps(view)
-        def wrapper(request, slug, *args, **kwargs):
-            found = selectors.project_for(request.user, slug)
-            if found is None or (roles and found[1] not in roles):
-                raise Http404("Not found")
-            project, role = found
-            return view(request, project, role, *args, **kwargs)
-
-        return wrapper
-
-    return decorator
 
 
 def task_view(view=None, *, page: bool = True):

@@ -9,8 +9,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from annotate.common import csvsafe
+from annotate.common.roles import project_view
 from annotate.models import Role
-from annotate.views import project_view
 from evaluation import charts
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval

@@ -22,8 +22,8 @@ from django.views.decorators.http import require_GET
 
 from annotate.common import csvsafe
 from annotate.common.paging import paginate
+from annotate.common.roles import project_view
 from annotate.models import Answer, Role
-from annotate.views import project_view
 from evaluation import charts
 from evaluation.agreement_views import short_label
 from evaluation.caveats import one_label_reason

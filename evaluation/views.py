@@ -22,9 +22,9 @@ from django.views.decorators.http import require_GET
 
 from annotate.common import csvsafe
 from annotate.common.paging import paginate
+from annotate.common.roles import project_view
 from annotate.models import Answer, Role, Variant
 from annotate.report_cache import reports_of
-from annotate.views import project_view
 from evaluation import charts
 from evaluation.intervals import bounded_mean_interval, wilson_interval
 from evaluation.reports import (
