@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
-from annotate.claims import strip_markers
 from annotate.common.errors import ServiceError
+from annotate.imports.claims import strip_markers
 from annotate.models import Answer, Citation, Claim, Passage, Project
 
 LOCKED = "Claims are locked once labelling opens."

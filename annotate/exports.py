@@ -16,8 +16,8 @@ import orjson
 from django.db.models import Count, Max, Q
 
 from annotate import gold
-from annotate.bundles import canonical_number
 from annotate.common import csvsafe
+from annotate.imports.records import canonical_number
 from annotate.models import (
     Answer,
     Assignment,

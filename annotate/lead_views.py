@@ -20,9 +20,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotate import blinding, selectors, services
 from annotate import boundaries as boundary_services
 from annotate.access import may_add_anyone
-from annotate.bundles import BundleInvalid
 from annotate.common.errors import ServiceError
 from annotate.common.roles import project_view
+from annotate.imports.lines import BundleInvalid
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
     AddMemberForm,

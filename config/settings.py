@@ -184,7 +184,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # The largest bundle, labels or judge-run file accepted, in the browser and the API (see
-# annotate.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
+# annotate.imports.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
 CLAIMDESK_MAX_UPLOAD_MB = int(os.environ.get("CLAIMDESK_MAX_UPLOAD_MB", "100"))
 # Bundles can be large; uploads past this size are streamed to a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -26,8 +26,8 @@ from annotate.api.views import (
     upload_file,
     upload_lines,
 )
-from annotate.bundles import BundleInvalid
 from annotate.gold import DEFAULT_SPLIT, SPLITS
+from annotate.imports.lines import BundleInvalid
 from evaluation import reports
 from evaluation.judges import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun

@@ -10,11 +10,11 @@ from django import forms
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotate.bundles import BundleInvalid
 from annotate.common.roles import project_view
 from annotate.gold import DEFAULT_SPLIT
+from annotate.imports.lines import BundleInvalid
+from annotate.imports.uploads import validate_upload_size
 from annotate.models import Role
-from annotate.uploads import validate_upload_size
 from evaluation.judges import self_judged_counts
 from evaluation.models import JudgeRun
 from jobs import services as jobs

@@ -23,18 +23,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate.bundles import (
-    MAX_ID,
-    MAX_SHORT_TEXT,
-    MAX_TEXT,
-    BundleError,
-    BundleInvalid,
-    JsonLines,
-    kind_of,
-    quote_occurs,
-    too_long,
-)
 from annotate.common import bulk, collector, safe_json
+from annotate.imports.bundles import MAX_ID, MAX_SHORT_TEXT, MAX_TEXT
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines, kind_of, too_long
+from annotate.imports.records import quote_occurs
 from annotate.models import Answer, Claim, Passage, Project, Variant
 from annotate.schema import RELEVANCE, SCALES, UNSUPPORTED
 from evaluation.models import JudgeRun, Verdict

@@ -95,7 +95,7 @@ class Job(models.Model):
     rows_written = models.BigIntegerField(default=0)
 
     result = models.JSONField(default=dict, blank=True)
-    # Every problem of a refused file: [line, message, unit] as annotate.bundles.BundleError.
+    # Every problem of a refused file: [line, message, unit] as annotate.imports.lines.BundleError.
     errors = models.JSONField(default=list, blank=True)
     failure = models.TextField(blank=True, help_text="Why it failed, in words.")
 

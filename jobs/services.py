@@ -24,9 +24,9 @@ from django.core.files.storage import storages
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotate.bundles import BundleError, BundleInvalid
 from annotate.common import collector
 from annotate.common.errors import ServiceError
+from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.schema import LabelSchema
 from annotate.services import DeletionsNotConfirmed

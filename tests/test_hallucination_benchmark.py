@@ -178,7 +178,7 @@ def test_the_reviewer_screen_shows_only_binary_support(halu, client, reviewer_a)
 
 
 def test_a_label_file_with_fields_the_schema_leaves_out_is_refused_by_line(halu):
-    from annotate.bundles import BundleInvalid
+    from annotate.imports.lines import BundleInvalid
 
     line = read("labels.jsonl")[0]
     answer_id = line["answer_id"]

@@ -43,12 +43,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, selectors, services, uploads
+from annotate import exports, gold, selectors, services
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
-from annotate.bundles import BundleInvalid
 from annotate.common import safe_json
 from annotate.common.errors import NotAllowed, ServiceError
+from annotate.imports import uploads
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
 from annotate.tokens import TokenAuthentication

@@ -12,10 +12,10 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotate import gold
-from annotate.bundles import quote_occurs
 from annotate.common import safe_json
 from annotate.common.errors import ServiceError
 from annotate.gold import ANSWER_FIELDS
+from annotate.imports.records import quote_occurs
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from annotate.bundles import BundleError, BundleInvalid, JsonLines
 from annotate.common import bulk, collector
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
 from annotate.models import (
     Assignment,
     Claim,

@@ -12,19 +12,18 @@ from django.db import transaction
 from django.db.models import Count
 
 from annotate.access import may_create_projects
-from annotate.bundles import (
+from annotate.common import bulk, collector, safe_json
+from annotate.common.errors import NotAllowed, ServiceError
+from annotate.imports.bundles import parse_bundle
+from annotate.imports.claims import propose_claims
+from annotate.imports.lines import BundleError, BundleInvalid
+from annotate.imports.records import (
     AnswerRecord,
     Bundle,
-    BundleError,
-    BundleInvalid,
     ClaimRecord,
     RetrievedRecord,
     content_hash,
-    parse_bundle,
 )
-from annotate.claims import propose_claims
-from annotate.common import bulk, collector, safe_json
-from annotate.common.errors import NotAllowed, ServiceError
 from annotate.models import (
     Answer,
     AnswerCorrection,
@@ -609,7 +608,7 @@ def _write(project, bundle: Bundle, existing, plan: _Plan, result: ImportResult,
 
     # Variants named only by answers are created bare.
     bare = {a.variant for a in plan.new["answer"]} - variant_pk.keys() - bundle.variants.keys()
-    from annotate.bundles import VariantRecord
+    from annotate.imports.records import VariantRecord
 
     new_variants = plan.new["variant"] + [VariantRecord(line=0, name=n) for n in sorted(bare)]
     ids = bulk.allocate_ids(Variant, len(new_variants))

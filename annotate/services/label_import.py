@@ -11,12 +11,8 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
-from annotate.bundles import (
-    BundleError,
-    BundleInvalid,
-    JsonLines,
-)
 from annotate.common import bulk, collector
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
 from annotate.models import (
     Answer,
     Assignment,

@@ -10,8 +10,9 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from annotate.bundles import kind_of, quote_occurs
 from annotate.common import collector
+from annotate.imports.lines import kind_of
+from annotate.imports.records import quote_occurs
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,

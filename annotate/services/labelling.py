@@ -11,10 +11,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.bundles import (
-    quote_occurs,
-)
 from annotate.common.errors import ServiceError
+from annotate.imports.records import quote_occurs
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,

@@ -19,8 +19,8 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from annotate.access import may_add_anyone
-from annotate.bundles import BundleError, BundleInvalid
 from annotate.common.errors import ServiceError
+from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import (
     Membership,
     Project,

@@ -1,4 +1,4 @@
-"""Importing Ragas evaluation datasets: read and check the rows (annotate.ragas), turn them
+"""Importing Ragas evaluation datasets: read and check the rows (annotate.imports.ragas), turn them
 into bundle lines, and import those with import_bundle, so every bundle rule, the
 all-or-nothing write and re-import idempotency hold as they do for a bundle."""
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, fields
 
 from django.db import transaction
 
-from annotate import ragas
-from annotate.bundles import BundleError, BundleInvalid
+from annotate.imports import ragas
+from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.schema import LabelSchema
 from annotate.services.imports import ImportResult, import_as_new_project, import_bundle

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid, parse_bundle
+from annotate.imports.bundles import parse_bundle
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Judgment, Passage, RetrievedPassage, Variant
 from annotate.services import import_bundle
 from evaluation import reports
@@ -338,7 +339,7 @@ def test_a_large_integer_valued_score_exports_as_a_number_that_imports_again():
 def test_a_message_that_quotes_a_huge_value_is_cut_short_whichever_importer_wrote_it():
     # Found by the fuzzer: the label importer's "unknown answer_id '...'" quoted all 20,001
     # characters of one, once per line.
-    from annotate.bundles import BundleError
+    from annotate.imports.lines import BundleError
 
     error = BundleError(3, "unknown answer_id '" + "x" * 20_001 + "'")
     assert len(error.message) == 1_000 - 40 + len("… (20,021 characters)")

@@ -17,8 +17,8 @@ import pytest
 from django.db import connection
 from django.db.models import Count, Q
 
-from annotate.bundles import BundleInvalid
 from annotate.common.errors import ServiceError
+from annotate.imports.lines import BundleInvalid
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
 from annotate.services import (
     StillUndoable,

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.bundles import (
+from annotate.exports import bundle_rows
+from annotate.imports.bundles import (
     FIELDS,
     MAX_CITATIONS,
     MAX_ID,
     MAX_INT32,
     MAX_TEXT,
-    BundleInvalid,
     _checked_claim,
     _checked_retrieved,
     _Line,
@@ -25,7 +25,7 @@ from annotate.bundles import (
     _plain_retrieved,
     parse_bundle,
 )
-from annotate.exports import bundle_rows
+from annotate.imports.lines import BundleInvalid
 from annotate.models import (
     Answer,
     AnswerCorrection,

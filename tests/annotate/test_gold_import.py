@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import GoldImport, ImportedClaimGold, ImportedGold
 from annotate.services import add_member, import_gold, import_labels, open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture

@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.bundles import BundleInvalid
 from annotate.exports import bundle_rows
+from annotate.imports.lines import BundleInvalid
 from annotate.models import (
     Answer,
     Case,

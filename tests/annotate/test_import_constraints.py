@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Project
 from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Assignment
 from annotate.services import add_member, import_labels, open_labelling
 from tests.conftest import FIXTURES, import_fixture

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Assignment, LabelRevision
 from annotate.services import import_labels
 from tests.conftest import FIXTURES, import_fixture, labelled_demo

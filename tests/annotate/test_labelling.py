@@ -577,7 +577,7 @@ def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupport
     """Reviewers choose the subtype; 'unsupported' is the binary scale's value (and a
     judge's). In the browser it is a field error; in an imported label file, an error on its
     line, and nothing is written."""
-    from annotate.bundles import BundleInvalid
+    from annotate.imports.lines import BundleInvalid
     from annotate.services import import_labels
 
     assignment = task_with_claims(open_team, reviewer_a)

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Membership, Role
 from annotate.services import add_member, allow_adding_anyone, import_members
 from annotate.services.members import parse_member_rows

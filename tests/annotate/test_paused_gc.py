@@ -9,7 +9,7 @@ import gc
 
 import pytest
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of
 

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotate import ragas
-from annotate.bundles import BundleInvalid
+from annotate.imports import ragas
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
 from annotate.schema import LabelSchema
 from annotate.services import add_member, import_ragas, open_labelling

@@ -13,8 +13,9 @@ import math
 import pytest
 from django.core.management import call_command
 
-from annotate.bundles import BundleInvalid, content_hash
 from annotate.exports import bundle_rows
+from annotate.imports.lines import BundleInvalid
+from annotate.imports.records import content_hash
 from annotate.models import (
     Answer,
     AnswerCorrection,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from evaluation.judges import RUN_FIELDS, VERDICT_FIELDS, import_judge_run
 from evaluation.models import JudgeRun, Verdict
 from tests.conftest import FIXTURES, import_fixture

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun, Verdict
 from tests.conftest import import_fixture

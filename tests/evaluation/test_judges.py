@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Claim, Role
 from annotate.services import add_member
 from evaluation.judges import (

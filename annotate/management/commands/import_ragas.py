@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.schema import LabelSchema, SchemaInvalid
 from annotate.services import DeletionsNotConfirmed, import_ragas
 

@@ -6,28 +6,35 @@ wants the whole list at once. References (case ids, passage ids) may point forwa
 file, so they are checked after the last line, against the bundle plus whatever the project
 already holds (passed in by the caller).
 
-Each record's `row()` is its canonical bundle object (defaults filled in, numbers normalised);
-`content_hash` of that row is what makes re-imports idempotent and detects changed content.
+The records it returns are in annotate.imports.records; reading lines and reporting their
+problems (JsonLines, BundleError, BundleInvalid) is annotate.imports.lines, shared by every
+importer. About 700 lines on purpose: one format's parser (its limits and fields, typed field
+access, each line type, the cross-line checks), whose parts share private helpers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from annotate.claims import marker_free
-from annotate.common import safe_json
+from annotate.imports.claims import marker_free
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines, kind_of, too_long
+from annotate.imports.records import (
+    SPLITS,
+    AnswerRecord,
+    Bundle,
+    CaseRecord,
+    ClaimRecord,
+    EvidenceRecord,
+    JudgmentRecord,
+    PassageRecord,
+    RetrievedRecord,
+    VariantRecord,
+    normalize_ws,
+    quote_occurs,
+)
 from annotate.schema import LabelSchema, SchemaInvalid
-
-SPLITS = ("dev", "heldout")
-PROGRESS_EVERY = 5000
-# A line longer than this is refused before it is parsed. The per-field limits below are what
-# a lead meets; this one only keeps a pathological line from costing minutes to parse.
-MAX_LINE = 5_000_000
 
 # Limits (docs/bundle-format.md, "Limits"). Ids, names and labels are held by columns of a
 # fixed width; longer texts by columns without one, bounded at sizes no real item reaches so
@@ -71,260 +78,6 @@ FIELDS: dict[str, tuple[set[str], set[str]]] = {
     "judgment": ({"case_id", "passage_id", "grade"}, set()),
     "variant": ({"name"}, {"description", "model", "settings"}),
 }
-
-
-def normalize_ws(text: str) -> str:
-    """Collapse runs of whitespace so a quote copied across a line break still matches."""
-    return " ".join(text.split())
-
-
-def quote_occurs(quote: str, passage_text: str) -> bool:
-    needle = normalize_ws(quote)
-    return bool(needle) and needle in normalize_ws(passage_text)
-
-
-def canonical_number(value: int | float | None) -> int | float | None:
-    """1200 and 1200.0 are the same figure; write them one way so hashes and exports agree.
-    Only where a float holds every integer exactly (below 2^53): 1e19 written as the integer
-    10000000000000000000 would be a number no import reads back (beyond a 64-bit integer)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
-
-
-def content_hash(row: Mapping[str, Any]) -> str:
-    encoded = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha1(encoded.encode("utf-8")).hexdigest()
-
-
-MAX_MESSAGE = 1_000
-
-
-@dataclass(frozen=True, slots=True)
-class BundleError:
-    line: int
-    message: str
-    # "row" for CSV files, whose records a spreadsheet numbers (header = row 1) and whose
-    # quoted cells may span several lines of text.
-    unit: str = "line"
-
-    def __post_init__(self) -> None:
-        # A message that quotes a value ("unknown answer_id '...'") is cut short, whichever
-        # importer wrote it: the value may be 200,000 characters, and every error is listed.
-        if len(self.message) > MAX_MESSAGE:
-            cut = f"{self.message[: MAX_MESSAGE - 40]}… ({len(self.message):,} characters)"
-            object.__setattr__(self, "message", cut)
-
-    def __str__(self) -> str:
-        return f"{self.unit} {self.line}: {self.message}" if self.line else self.message
-
-
-class BundleInvalid(Exception):
-    """Raised with every problem found; nothing has been written."""
-
-    def __init__(self, errors: list[BundleError]):
-        # By line, and within a line in the order found: reading comes before the checks that
-        # follow from it ("not valid JSON" before "no corpus_version" on line 1).
-        self.errors = sorted(errors, key=lambda e: e.line)
-        super().__init__(f"{len(self.errors)} problem(s) in the bundle")
-
-    def grouped(self, *, show_lines: int = 3) -> list[str]:
-        """The errors for people: one entry per distinct message, naming its lines
-        ("lines 3, 5, 9 and 17 more: ..."), in the order the messages first occur. Twenty
-        copies of one mistake read as one mistake to fix, not twenty."""
-        lines: dict[str, list[int]] = {}
-        units: dict[str, str] = {}
-        for error in self.errors:
-            lines.setdefault(error.message, []).append(error.line)
-            units.setdefault(error.message, error.unit)
-        out = []
-        for message, numbers in lines.items():
-            numbers = sorted({n for n in numbers if n})
-            unit = units[message]
-            if not numbers:
-                out.append(message)
-                continue
-            if len(numbers) == 1:
-                out.append(f"{unit} {numbers[0]}: {message}")
-                continue
-            shown = ", ".join(map(str, numbers[:show_lines]))
-            rest = len(numbers) - show_lines
-            if rest > 0:
-                where = f"{unit}s {shown} and {rest} more"
-            else:
-                head, last = numbers[:-1], numbers[-1]
-                where = f"{unit}s {', '.join(map(str, head))} and {last}"
-            out.append(f"{where}: {message}")
-        return out
-
-
-@dataclass(slots=True)
-class PassageRecord:
-    line: int
-    passage_id: str
-    text: str
-    document: str = ""
-    location: str = ""
-    title: str = ""
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "type": "passage",
-            "passage_id": self.passage_id,
-            "text": self.text,
-            "document": self.document,
-            "location": self.location,
-            "title": self.title,
-        }
-
-
-@dataclass(slots=True)
-class VariantRecord:
-    line: int
-    name: str
-    description: str = ""
-    model: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "type": "variant",
-            "name": self.name,
-            "description": self.description,
-            "model": self.model,
-            "settings": self.settings,
-        }
-
-
-@dataclass(slots=True)
-class EvidenceRecord:
-    passage_id: str
-    quote: str
-    location: str = ""
-
-
-@dataclass(slots=True)
-class CaseRecord:
-    line: int
-    case_id: str
-    question: str
-    answerable: bool
-    adversarial: bool
-    required_facts: list[str] = field(default_factory=list)
-    reference: str = ""
-    forbidden_claims: list[str] = field(default_factory=list)
-    evidence: list[EvidenceRecord] = field(default_factory=list)
-    split: str = "dev"
-    checked_documents: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "type": "case",
-            "case_id": self.case_id,
-            "question": self.question,
-            "answerable": self.answerable,
-            "adversarial": self.adversarial,
-            "required_facts": self.required_facts,
-            "forbidden_claims": self.forbidden_claims,
-            "evidence": [
-                {"passage_id": e.passage_id, "quote": e.quote, "location": e.location}
-                for e in self.evidence
-            ],
-            "split": self.split,
-            "checked_documents": self.checked_documents,
-            "tags": self.tags,
-            # Only when present, so cases imported before `reference` existed keep their hash.
-            **({"reference": self.reference} if self.reference else {}),
-        }
-
-
-@dataclass(slots=True)
-class RetrievedRecord:
-    passage_id: str
-    rank: int
-    score: float | None
-    in_prompt: bool
-
-
-@dataclass(slots=True)
-class ClaimRecord:
-    text: str
-    start: int
-    end: int
-    citations: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class AnswerRecord:
-    line: int
-    answer_id: str
-    case_id: str
-    variant: str
-    text: str
-    sample: int = 0
-    abstained: bool = False
-    elapsed_ms: float | None = None
-    request_cost: float | None = None
-    retrieved: list[RetrievedRecord] = field(default_factory=list)
-    claims: list[ClaimRecord] | None = None  # None: the app proposes sentence-level claims
-
-    def row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "type": "answer",
-            "answer_id": self.answer_id,
-            "case_id": self.case_id,
-            "variant": self.variant,
-            "sample": self.sample,
-            "text": self.text,
-            "abstained": self.abstained,
-            "elapsed_ms": canonical_number(self.elapsed_ms),
-            "request_cost": canonical_number(self.request_cost),
-            "retrieved": [
-                {
-                    "passage_id": r.passage_id,
-                    "rank": r.rank,
-                    "score": canonical_number(r.score),
-                    "in_prompt": r.in_prompt,
-                }
-                for r in self.retrieved
-            ],
-        }
-        if self.claims is not None:
-            row["claims"] = [
-                {"text": c.text, "start": c.start, "end": c.end, "citations": list(c.citations)}
-                for c in self.claims
-            ]
-        return row
-
-
-@dataclass(slots=True)
-class JudgmentRecord:
-    line: int
-    case_id: str
-    passage_id: str
-    grade: int
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "type": "judgment",
-            "case_id": self.case_id,
-            "passage_id": self.passage_id,
-            "grade": self.grade,
-        }
-
-
-@dataclass
-class Bundle:
-    corpus_version: str | None = None
-    name: str | None = None
-    label_schema: LabelSchema | None = None  # None: the header did not say
-    passages: dict[str, PassageRecord] = field(default_factory=dict)
-    variants: dict[str, VariantRecord] = field(default_factory=dict)
-    cases: dict[str, CaseRecord] = field(default_factory=dict)
-    answers: dict[str, AnswerRecord] = field(default_factory=dict)
-    judgments: dict[tuple[str, str], JudgmentRecord] = field(default_factory=dict)
-    lines: int = 0
 
 
 class _Line:
@@ -452,94 +205,6 @@ class _Line:
             )
 
 
-_LONE_CR = re.compile(r"(?<=\r)(?!\n)")
-
-
-def line_ends(lines: Iterable[bytes | str]) -> Iterator[bytes | str]:
-    """The lines again, each also split at a lone carriage return: a line ends at \\n, \\r\\n
-    or \\r, as Django's File reads an upload (the pages and the API store uploads and read them
-    back through it), while a file opened by a command, or a raw request body, splits at
-    \\n only. Without this, a file saved with old Mac line endings imported from a page and
-    was one unreadable line to the command."""
-    for raw in lines:
-        if isinstance(raw, bytes):
-            # bytes.splitlines ends lines at LF, CRLF and CR only (str's also at U+2028 ...)
-            yield from raw.splitlines(keepends=True) if b"\r" in raw else (raw,)
-        elif "\r" in raw:
-            yield from (piece for piece in _LONE_CR.split(raw) if piece)
-        else:
-            yield raw
-
-
-class JsonLines:
-    """Iterate (line number, object) over a JSONL stream. Lines that are not UTF-8, not JSON,
-    not an object, or that carry what no field may hold (annotate.common.safe_json: NaN, numbers out
-    of range, nesting deeper than 32 levels, control characters, lone surrogates, a key given
-    twice), become errors numbered like the file -- blank lines counted but skipped, a line
-    ended by \\n, \\r\\n or \\r (line_ends) -- so every importer reports them the same way,
-    never stores them, and keeps going to find the rest."""
-
-    def __init__(
-        self,
-        lines: Iterable[bytes | str],
-        errors: list[BundleError],
-        *,
-        progress: Callable[[int], None] | None = None,
-    ):
-        self.lines, self.errors, self.progress = lines, errors, progress
-        self.count = 0
-
-    def __iter__(self):
-        for number, raw in enumerate(line_ends(self.lines), start=1):
-            self.count = number
-            if self.progress and number % PROGRESS_EVERY == 0:
-                self.progress(number)
-            if isinstance(raw, bytes):
-                try:
-                    raw = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    self.errors.append(
-                        BundleError(number, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                    )
-                    continue
-            if number == 1:
-                raw = raw.removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write
-            if not raw.strip():
-                continue
-            if len(raw) > MAX_LINE:
-                self.errors.append(
-                    BundleError(
-                        number,
-                        f"the line is {len(raw):,} characters long; at most {MAX_LINE:,} are read",
-                    )
-                )
-                continue
-            try:
-                obj = safe_json.loads(raw)
-            except json.JSONDecodeError as exc:
-                self.errors.append(
-                    BundleError(
-                        # json's "Invalid control character at" already ends in "at"
-                        number,
-                        f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})",
-                    )
-                )
-                continue
-            except safe_json.UnsafeJSON as exc:
-                self.errors.extend(BundleError(number, p.text()) for p in exc.problems)
-                if exc.more:
-                    self.errors.append(
-                        BundleError(number, f"{exc.more} more problem(s) of these kinds")
-                    )
-                continue
-            if not isinstance(obj, dict):
-                self.errors.append(
-                    BundleError(number, f"expected a JSON object, got {kind_of(obj)}")
-                )
-                continue
-            yield number, obj
-
-
 def _belongs(kind: str, key: str, obj: Mapping[str, Any]) -> str:
     """Where a field that is unknown on this line does belong, when another line type has it:
     a generator's `model` on an answer line is the usual case (it describes the variant)."""
@@ -559,18 +224,6 @@ def _figure(value: float) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         value = int(value)
     return f"{value:,}" if isinstance(value, int) else repr(value)
-
-
-def too_long(key: str, value: str, limit: int) -> str:
-    """Without echoing the value: it is the part of the line nobody wants to read again."""
-    return f"'{key}' is {len(value):,} characters long; at most {limit:,} are allowed"
-
-
-def kind_of(value: Any) -> str:
-    """How a JSON value reads in an error message: 'a string', 'a list', 'null' …"""
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), "null" if value is None else "a number"
-    )
 
 
 def parse_bundle(

@@ -25,7 +25,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotate.bundles import BundleError, BundleInvalid, JsonLines, kind_of
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines, kind_of
 
 # What claimdesk reads.
 COLUMNS = ("user_input", "response", "retrieved_contexts", "retrieved_context_ids", "reference")

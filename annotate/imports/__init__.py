@@ -1,0 +1,1 @@
+"""Everything that brings data in (filled in as the importers move here)."""
