@@ -11,7 +11,7 @@ reviewers who both say unsupported agree on it though they differ in subtype (on
 then waits for a lead), and a lead's `support` decision decides it too. An answer's
 `support_binary` is its claims' (answer_support): unsupported once one claim's is.
 
-Gold from elsewhere (annotate.services.gold_import) is read beside the pairs, never as one:
+Gold from elsewhere (annotate.imports.gold_import) is read beside the pairs, never as one:
 gold_for_project gives every gold item -- each pair, carrying its item's imported gold when
 it has one (`imported`), and the items of answers with imported gold and no pair, every field
 gold as `imported`. The reviewers' agreed or adjudicated gold stands over imported gold (a

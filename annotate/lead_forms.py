@@ -6,10 +6,10 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
+from annotate.imports.bundle_import import SLUG_ERRORS
 from annotate.imports.uploads import validate_upload_size
 from annotate.models import Project, Role
 from annotate.schema import LabelSchema, SchemaInvalid
-from annotate.services import SLUG_ERRORS
 
 
 class BundleFileField(forms.FileField):

@@ -22,7 +22,9 @@ from annotate import boundaries as boundary_services
 from annotate.access import may_add_anyone
 from annotate.common.errors import ServiceError
 from annotate.common.roles import project_view
+from annotate.imports.bundle_import import check_new_slug
 from annotate.imports.lines import BundleInvalid
+from annotate.imports.ragas_import import label_schema_problem
 from annotate.lead_forms import (
     BOUNDARY_FORMS,
     AddMemberForm,
@@ -139,7 +141,7 @@ def project_new(request):
         ragas, schema = data["format"] == "ragas", data["label_schema"]
         try:
             # Said at once, before the upload waits for a worker; the worker checks again.
-            services.check_new_slug(slug=data["slug"], user=request.user, reimport=False)
+            check_new_slug(slug=data["slug"], user=request.user, reimport=False)
             job = jobs.start_import(
                 kind=Job.Kind.RAGAS_IMPORT if ragas else Job.Kind.BUNDLE_IMPORT,
                 user=request.user,
@@ -186,7 +188,7 @@ def project_upload(request, project, role):
             "gold": Job.Kind.GOLD_IMPORT,
         }.get(data["format"], Job.Kind.BUNDLE_IMPORT)
         # Said on its field at once, before the upload waits for a worker (which checks again).
-        problem = services.label_schema_problem(project=project, schema=data["label_schema"])
+        problem = label_schema_problem(project=project, schema=data["label_schema"])
         if problem:
             form.add_error("label_schema", capfirst(problem))
         else:

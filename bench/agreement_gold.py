@@ -169,8 +169,9 @@ def main() -> None:
     setup_bench_database()
     from django.db import transaction
 
+    from annotate.imports.bundle_import import import_bundle
     from annotate.models import Project
-    from annotate.services import add_member, import_bundle, open_labelling
+    from annotate.services import add_member, open_labelling
     from evaluation.agreement_report import agreement_report
 
     with tempfile.TemporaryDirectory() as tmp:

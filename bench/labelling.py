@@ -197,8 +197,9 @@ def main() -> None:
     from django.test import Client
     from django.urls import reverse
 
+    from annotate.imports.bundle_import import import_bundle
     from annotate.models import Answer, Assignment, Role
-    from annotate.services import add_member, import_bundle, open_labelling
+    from annotate.services import add_member, open_labelling
 
     started = time.perf_counter()
     project = import_bundle(lines=bundle_lines(), project_slug="bench").project

@@ -26,10 +26,10 @@ from django.utils import timezone
 
 from annotate.common import collector
 from annotate.common.errors import ServiceError
+from annotate.imports.bundle_plan import DeletionsNotConfirmed
 from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.schema import LabelSchema
-from annotate.services import DeletionsNotConfirmed
 from jobs import framework
 from jobs.models import Job
 from jobs.progress import Progress, first_stage
@@ -366,12 +366,12 @@ def _done_import(job: Job, progress: Progress, result: dict, project: Project) -
 
 
 def _bundle_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.bundle_import import import_bundle, import_new_project
 
     p = job.params
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
-            result = annotate_services.import_new_project(
+            result = import_new_project(
                 lines=lines,
                 slug=job.project_slug,
                 name=p.get("name") or None,
@@ -380,7 +380,7 @@ def _bundle_import(job: Job, progress: Progress) -> None:
                 progress=progress.step,
             )
         else:
-            result = annotate_services.import_bundle(
+            result = import_bundle(
                 lines=lines,
                 project_slug=job.project_slug,
                 replace=p.get("replace", False),
@@ -391,14 +391,14 @@ def _bundle_import(job: Job, progress: Progress) -> None:
 
 
 def _ragas_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.ragas_import import import_ragas, import_ragas_new_project
 
     p = job.params
     # Checked when the upload was accepted; stored as its JSON form.
     schema = LabelSchema.parse(p["label_schema"]) if p.get("label_schema") else None
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
-            result = annotate_services.import_ragas_new_project(
+            result = import_ragas_new_project(
                 lines=lines,
                 variant=p["variant"],
                 slug=job.project_slug,
@@ -409,7 +409,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 progress=progress.step,
             )
         else:
-            result = annotate_services.import_ragas(
+            result = import_ragas(
                 lines=lines,
                 project_slug=job.project_slug,
                 variant=p["variant"],
@@ -424,13 +424,11 @@ def _ragas_import(job: Job, progress: Progress) -> None:
 
 
 def _label_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.label_import import import_labels
 
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
-        result = annotate_services.import_labels(
-            lines=lines, project=project, progress=progress.step
-        )
+        result = import_labels(lines=lines, project=project, progress=progress.step)
         progress.stage = "written"
         progress.rows_written = result.created
         out = {
@@ -443,12 +441,12 @@ def _label_import(job: Job, progress: Progress) -> None:
 
 
 def _gold_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.gold_import import import_gold
 
     p = job.params
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
-        result = annotate_services.import_gold(
+        result = import_gold(
             lines=lines,
             project=project,
             source=p.get("source") or "",

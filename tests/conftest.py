@@ -58,7 +58,7 @@ def _no_login_throttle(settings):
 
 
 def import_fixture(name: str, slug: str, **kwargs) -> Project:
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     with open(FIXTURES / name, "rb") as stream:
         return import_bundle(lines=stream, project_slug=slug, **kwargs).project
@@ -82,7 +82,8 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
     """The demo bundle with its two reviewers' label sets (demo_labels.jsonl) imported:
     reviewers (usernames) added first, then leads, labelling opened, labels imported.
     ``member`` goes to each reviewer's add_member (a password, say)."""
-    from annotate.services import add_member, import_labels, open_labelling
+    from annotate.imports.label_import import import_labels
+    from annotate.services import add_member, open_labelling
 
     project = import_fixture("demo.jsonl", slug)
     for name in reviewers:

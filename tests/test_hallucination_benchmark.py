@@ -16,15 +16,10 @@ from django.urls import reverse
 
 from annotate.exports import gold_rows
 from annotate.gold import pairs_for_project
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_bundle,
-    import_labels,
-    open_labelling,
-)
+from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.judge_reports import calibration_report
 from evaluation.judges import import_judge_run

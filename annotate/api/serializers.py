@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework import serializers
 
 from annotate import gold as gold_fields
+from annotate.imports.bundle_import import SLUG_ERRORS
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,
@@ -25,7 +26,6 @@ from annotate.models import (
 from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
 from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
 from annotate.schema import SCALES, LabelSchema, SchemaInvalid
-from annotate.services import SLUG_ERRORS
 
 MAX_QUOTE = 2000
 MAX_NOTE = 5000

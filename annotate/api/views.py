@@ -49,7 +49,9 @@ from annotate.api.permissions import HasProjectRole
 from annotate.common import safe_json
 from annotate.common.errors import NotAllowed, ServiceError
 from annotate.imports import uploads
+from annotate.imports.bundle_import import check_new_slug
 from annotate.imports.lines import BundleInvalid
+from annotate.imports.ragas_import import label_schema_problem
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.report_cache import reports_of
 from annotate.tokens import TokenAuthentication
@@ -436,7 +438,7 @@ class ProjectList(ListView, APIView):
             data = query(s.NewProjectQuerySerializer, request)
             upload, _ = upload_file(request)
         try:
-            services.check_new_slug(slug=data["slug"], user=request.user, reimport=True)
+            check_new_slug(slug=data["slug"], user=request.user, reimport=True)
         except NotAllowed as exc:
             raise PermissionDenied(str(exc)) from exc
         except ServiceError as exc:
@@ -537,7 +539,7 @@ class Bundle(LeadView):
         data = data or options
         ragas, schema = data.get("format") == "ragas", data.get("label_schema")
         # Said at once, before the upload waits for a worker (which checks again).
-        problem = services.label_schema_problem(project=self.project, schema=schema)
+        problem = label_schema_problem(project=self.project, schema=schema)
         if problem:
             raise ValidationError({"label_schema": [capfirst(problem)]})
         return start_import(

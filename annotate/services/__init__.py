@@ -1,10 +1,7 @@
 """Writes. Every function here is a verb with keyword-only arguments, atomic, and the one place
 its rule is enforced: the pages, the API and the management commands all call these.
 
-One module per capability:
-- imports: bundles into projects (import_bundle, import_new_project)
-- ragas: Ragas evaluation datasets into projects, as bundles (import_ragas,
-  label_schema_problem)
+One module per capability (the importers are in annotate.imports):
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
   change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
@@ -12,13 +9,10 @@ One module per capability:
   projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
-- label_import: labels made elsewhere (import_labels)
-- gold_import: gold from elsewhere, one label per answer (import_gold)
 - adjudication: a lead's gold decisions (start_adjudication, adjudicate)
 - preferences: a person's own settings (set_preferences)
 """
 
-from annotate.common.errors import NotAllowed, ServiceError
 from annotate.services.adjudication import (
     Conflict,
     DecisionInput,
@@ -28,17 +22,6 @@ from annotate.services.adjudication import (
     adjudicate,
     start_adjudication,
 )
-from annotate.services.gold_import import GoldImportResult, import_gold
-from annotate.services.imports import (
-    SLUG_ERRORS,
-    SLUG_TAKEN,
-    DeletionsNotConfirmed,
-    ImportResult,
-    check_new_slug,
-    import_bundle,
-    import_new_project,
-)
-from annotate.services.label_import import LabelImportResult, import_labels
 from annotate.services.labelling import (
     IDLE_CAP_SECONDS,
     LabelErrors,
@@ -77,34 +60,19 @@ from annotate.services.projects import (
     update_guidelines,
 )
 from annotate.services.queue import next_task, release_abandoned, release_task
-from annotate.services.ragas import (
-    RagasImportResult,
-    import_ragas,
-    import_ragas_new_project,
-    label_schema_problem,
-)
 
 __all__ = [
     "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
-    "SLUG_ERRORS",
-    "SLUG_TAKEN",
     "Conflict",
-    "DeletionsNotConfirmed",
     "DecisionInput",
-    "GoldImportResult",
-    "ImportResult",
     "LabelErrors",
-    "LabelImportResult",
     "StaleDraft",
     "StillUndoable",
     "StillLabelling",
     "NotYetAdjudicable",
     "MemberError",
     "MembersImportResult",
-    "NotAllowed",
-    "RagasImportResult",
-    "ServiceError",
     "add_member",
     "add_project_member",
     "allow_adding_anyone",
@@ -113,19 +81,11 @@ __all__ = [
     "can_reopen",
     "allow_creating_projects",
     "change_member_role",
-    "check_new_slug",
     "check_answer_label",
     "check_claim_label",
     "check_row_label",
     "default_citation_verdicts",
-    "import_bundle",
-    "import_gold",
-    "import_labels",
     "import_members",
-    "import_new_project",
-    "import_ragas",
-    "import_ragas_new_project",
-    "label_schema_problem",
     "label_snapshot",
     "next_task",
     "open_labelling",

@@ -16,15 +16,10 @@ from urllib.parse import urljoin, urlparse
 import pytest
 from django.urls import NoReverseMatch, reverse
 
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Assignment
-from annotate.services import (
-    add_member,
-    import_gold,
-    import_labels,
-    next_task,
-    open_labelling,
-    save_claim_label,
-)
+from annotate.services import add_member, next_task, open_labelling, save_claim_label
 from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
@@ -345,7 +340,8 @@ def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
 def test_answers_imported_after_opening_are_spread_through_the_queue_not_appended():
     """Issue #15: answers imported after labelling opened got a block of their own (tasks
     21-30, all one variant), served last and back to back."""
-    from annotate.services import add_member, import_bundle, next_task, open_labelling
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.services import add_member, next_task, open_labelling
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
     late_variant = [r for r in rows if r.get("type") == "answer" and r["variant"] == "verifier"]

@@ -15,15 +15,10 @@ from django.core.management import call_command
 
 from annotate import gold
 from annotate.exports import gold_rows
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_bundle,
-    import_labels,
-    open_labelling,
-)
+from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
 from tests.conftest import labelled_demo
 
 # --- The rule itself ---------------------------------------------------------------------

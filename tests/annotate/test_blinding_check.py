@@ -93,7 +93,7 @@ def test_the_check_names_the_in_prompt_fingerprint_and_a_rare_but_telling_one(cl
     on the baseline's answers only."""
     import json
 
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
     from tests.conftest import FIXTURES
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]

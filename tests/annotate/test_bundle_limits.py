@@ -9,10 +9,10 @@ import json
 
 import pytest
 
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundles import parse_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Judgment, Passage, RetrievedPassage, Variant
-from annotate.services import import_bundle
 from evaluation import reports
 from tests.annotate.test_import import SMALL, errors_for, lines_of, nothing_written
 

@@ -18,12 +18,12 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from annotate.common.errors import ServiceError
+from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
 from annotate.services import (
     StillUndoable,
     add_member,
-    import_labels,
     next_task,
     open_labelling,
     reopen_task,

@@ -12,6 +12,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from annotate.exports import bundle_rows
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundles import (
     FIELDS,
     MAX_CITATIONS,
@@ -25,6 +26,7 @@ from annotate.imports.bundles import (
     _plain_retrieved,
     parse_bundle,
 )
+from annotate.imports.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS, import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import (
     Answer,
@@ -42,8 +44,7 @@ from annotate.models import (
     RetrievedPassage,
     Variant,
 )
-from annotate.services import add_member, import_bundle, import_labels, next_task, open_labelling
-from annotate.services.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS
+from annotate.services import add_member, next_task, open_labelling
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
     check_refusal,

@@ -15,9 +15,11 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import GoldImport, ImportedClaimGold, ImportedGold
-from annotate.services import add_member, import_gold, import_labels, open_labelling
+from annotate.services import add_member, open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 pytestmark = pytest.mark.django_db

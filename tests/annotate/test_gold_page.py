@@ -19,15 +19,10 @@ from django.urls import reverse
 
 from annotate import gold, report_cache
 from annotate.exports import gold_rows
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_gold,
-    import_labels,
-    open_labelling,
-)
+from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 STATES = ("agreed", "adjudicated", "pending", "imported")

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotate.exports import bundle_rows
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.models import (
     Answer,
@@ -25,7 +26,6 @@ from annotate.models import (
     Role,
     Variant,
 )
-from annotate.services import import_bundle
 from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES
 
@@ -574,7 +574,7 @@ def test_a_replace_lists_what_it_would_delete_and_waits_for_a_confirmation(tmp_p
     """Issue #15: a replace re-import of unlabelled answers deleted their judge verdicts
     without a word. It now lists the answers, their claims and the verdicts, writes nothing,
     and goes on only when confirmed."""
-    from annotate.services import DeletionsNotConfirmed
+    from annotate.imports.bundle_plan import DeletionsNotConfirmed
     from evaluation.judges import import_judge_run
     from evaluation.models import Verdict
 

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Project
-from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of
 
 pytestmark = pytest.mark.django_db
@@ -126,9 +126,9 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
     answer = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")
     before = counts()
 
-    from annotate.services import imports
+    from annotate.imports import bundle_import
 
-    planned = imports._plan
+    planned = bundle_import.plan_import
 
     def plan_then_take(*args, **kwargs):
         # The reviewer takes the answer right after the import has planned to replace it
@@ -137,7 +137,7 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
         Assignment.objects.create(project=project, answer=answer, reviewer=reviewer_a)
         return plan
 
-    monkeypatch.setattr(imports, "_plan", plan_then_take)
+    monkeypatch.setattr(bundle_import, "plan_import", plan_then_take)
     with pytest.raises(ServiceError, match="A reviewer took a2-deadline/baseline"):
         import_bundle(
             lines=[SMALL[0], json.dumps({**ANSWER, "sample": 1})],

@@ -390,7 +390,7 @@ def test_a_draft_with_quotes_and_markup_reads_back_whole_from_its_attribute(
 
 def _answer_with(project, *, claims: int, passages: int, number: int) -> Answer:
     """An answer with the given number of claims (each citing a passage) and passages."""
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     case = project.cases.first()
     ids = [f"bench-{number}-{i}" for i in range(passages)]
@@ -577,8 +577,8 @@ def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupport
     """Reviewers choose the subtype; 'unsupported' is the binary scale's value (and a
     judge's). In the browser it is a field error; in an imported label file, an error on its
     line, and nothing is written."""
+    from annotate.imports.label_import import import_labels
     from annotate.imports.lines import BundleInvalid
-    from annotate.services import import_labels
 
     assignment = task_with_claims(open_team, reviewer_a)
     claim = assignment.answer.claims.get(ordinal=0)

@@ -717,7 +717,7 @@ def test_bundle_text_is_escaped_everywhere(client, lead):
     )
     project = Project.objects.create(slug="x", name="X", corpus_version="course-notes-v1")
     add_member(project=project, username=lead.username, role=Role.LEAD)
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     import_bundle(lines=lines.splitlines(), project_slug="x")
     answer = Answer.objects.get(project=project, answer_id=VERIFIER)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from annotate.services import import_bundle, open_labelling
+from annotate.imports.bundle_import import import_bundle
+from annotate.services import open_labelling
 from evaluation.judges import import_judge_run
 from tests.conftest import FIXTURES
 

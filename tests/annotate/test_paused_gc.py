@@ -9,8 +9,8 @@ import gc
 
 import pytest
 
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
-from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of
 
 
@@ -84,15 +84,17 @@ def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkey
     rows, and no claim, citation or retrieved row is alive when the import writes."""
     import json
 
+    from annotate.imports import bundle_import
     from annotate.models import Answer, Citation, Claim, RetrievedPassage
-    from annotate.services import imports
 
     project = import_bundle(lines=SMALL, project_slug="t").project
     corrected = [
         json.dumps({**json.loads(line), "elapsed_ms": 9}) if '"type": "answer"' in line else line
         for line in SMALL
     ]
-    before, seen = alive_at(monkeypatch, imports, "_write", (Claim, Citation, RetrievedPassage))
+    before, seen = alive_at(
+        monkeypatch, bundle_import, "write_import", (Claim, Citation, RetrievedPassage)
+    )
     import_bundle(lines=corrected, project_slug="t", replace=True)
     assert seen == [before]
     elapsed = set(Answer.objects.filter(project=project).values_list("elapsed_ms", flat=True))

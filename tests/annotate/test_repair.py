@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from annotate.exports import bundle_rows
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.records import content_hash
 from annotate.models import (
@@ -24,7 +25,6 @@ from annotate.models import (
     LabelRevision,
     RetrievedPassage,
 )
-from annotate.services import import_bundle
 from evaluation import reports
 from tests import api as shared
 

@@ -12,15 +12,10 @@ from django.utils import timezone
 
 from annotate import gold, report_cache
 from annotate.boundaries import adjust_span, edit_citations, split_claim
+from annotate.imports.bundle_import import import_bundle
 from annotate.models import Assignment, Claim, Passage, Project, Role
 from annotate.schema import LabelSchema
-from annotate.services import (
-    add_member,
-    import_bundle,
-    open_labelling,
-    reopen_task,
-    set_label_schema,
-)
+from annotate.services import add_member, open_labelling, reopen_task, set_label_schema
 from tests.conftest import (
     FIXTURES,
     PASSWORD,
@@ -95,7 +90,7 @@ def test_a_decision_a_reopen_and_a_new_submission_each_change_the_version(labell
 def test_gold_imported_from_elsewhere_changes_the_version_and_not_the_content(labelled):
     """import_gold is a label write: every report moves with it (the same file again moves
     nothing), and what reads no label (the blinding check) stays kept."""
-    from annotate.services import import_gold
+    from annotate.imports.gold_import import import_gold
     from tests.conftest import gold_for_every_answer
 
     data, content = report_cache.data_versions(labelled)

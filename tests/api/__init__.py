@@ -46,7 +46,8 @@ def build_demo(reviewers, lead):
     """The demo project, open, with both reviewers' labels of every answer and one judge run:
     agreement, adjudication, gold and calibration all have something to show. The reviewers
     must be named alice and bob (the label file names them)."""
-    from annotate.services import add_member, import_labels, open_labelling
+    from annotate.imports.label_import import import_labels
+    from annotate.services import add_member, open_labelling
     from evaluation.judges import import_judge_run
     from tests.conftest import FIXTURES, import_fixture
 

@@ -14,11 +14,11 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer
 from annotate.services import (
     allow_adding_anyone,
-    import_gold,
-    import_labels,
     next_task,
     open_labelling,
     release_task,

@@ -9,8 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotate.imports.label_import import import_labels
 from annotate.models import Project, Role
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.services import add_member, open_labelling
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot

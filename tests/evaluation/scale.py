@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import json
 
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.models import Project, Role
 from annotate.schema import LabelSchema
-from annotate.services import (
-    add_member,
-    import_bundle,
-    import_labels,
-    open_labelling,
-    set_label_schema,
-)
+from annotate.services import add_member, open_labelling, set_label_schema
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
 

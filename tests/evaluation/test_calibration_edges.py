@@ -23,8 +23,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.models import Role
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.services import add_member, open_labelling
 from annotate.templatetags.claimdesk import p_value
 from evaluation.judges import import_judge_run
 from tests.api import API, token_client

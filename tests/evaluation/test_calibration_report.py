@@ -18,8 +18,10 @@ from django.utils.html import escape
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotate.gold import judge_split, pairs_for_project
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Claim, Decision, Project, Role
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.services import add_member, open_labelling
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
 from evaluation.judge_reports import (

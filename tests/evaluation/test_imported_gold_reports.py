@@ -14,7 +14,9 @@ import pytest
 from django.urls import reverse
 
 from annotate.gold import judge_split
-from annotate.services import add_member, import_gold, import_labels, open_labelling
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.services import add_member, open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.judge_reports import calibration_report, few_shot_examples
 from evaluation.judges import import_judge_run

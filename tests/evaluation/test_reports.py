@@ -16,8 +16,9 @@ import math
 import numpy as np
 import pytest
 
+from annotate.imports.label_import import import_labels
 from annotate.models import Passage, Project, Role
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.services import add_member, open_labelling
 from evaluation.metrics import (
     NDCG_GAIN,
     claim_faithfulness,

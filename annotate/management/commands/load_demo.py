@@ -7,14 +7,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import Project, Role
 from annotate.services import (
     add_member,
     allow_adding_anyone,
     allow_creating_projects,
-    import_bundle,
-    import_labels,
     open_labelling,
 )
 

@@ -12,16 +12,7 @@ from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from annotate.common import bulk, collector
-from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
-from annotate.models import (
-    Answer,
-    Assignment,
-    ClaimLabel,
-    LabelRevision,
-    Project,
-    Role,
-)
-from annotate.services.label_lines import (
+from annotate.imports.label_lines import (
     ANSWER_LABEL_FIELDS,
     CLAIM_LABEL_FIELDS,
     LINE_CHUNK,
@@ -30,6 +21,15 @@ from annotate.services.label_lines import (
     chunks,
     off_fields,
     unknown_fields,
+)
+from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
+from annotate.models import (
+    Answer,
+    Assignment,
+    ClaimLabel,
+    LabelRevision,
+    Project,
+    Role,
 )
 from annotate.services.labelling import label_snapshot
 from annotate.services.opening import _SECRET_RANDOM

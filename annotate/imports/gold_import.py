@@ -1,6 +1,6 @@
 """Gold from elsewhere (import_gold): one adjudicated label per answer -- a benchmark, an
 expert's pass, an earlier campaign -- in the reviewer-label format without `reviewer`. Each
-line is checked exactly as import_labels checks a reviewer's (annotate.services.label_lines),
+line is checked exactly as import_labels checks a reviewer's (annotate.imports.label_lines),
 under the project's label schema, all or nothing; the labels are kept as gold with source
 `imported` (annotate.gold), with the file's name and SHA-256 and the source's name as their
 provenance (GoldImport).
@@ -23,6 +23,15 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 
 from annotate.common import bulk, collector
+from annotate.imports.label_lines import (
+    ANSWER_LABEL_FIELDS,
+    LINE_CHUNK,
+    NamedAnswers,
+    check_line,
+    chunks,
+    off_fields,
+    unknown_fields,
+)
 from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
 from annotate.models import (
     Assignment,
@@ -34,15 +43,6 @@ from annotate.models import (
     Project,
 )
 from annotate.schema import LabelSchema
-from annotate.services.label_lines import (
-    ANSWER_LABEL_FIELDS,
-    LINE_CHUNK,
-    NamedAnswers,
-    check_line,
-    chunks,
-    off_fields,
-    unknown_fields,
-)
 from annotate.services.labelling import label_snapshot
 
 GOLD_FIELDS = {"answer_id", "claims", *ANSWER_LABEL_FIELDS}
