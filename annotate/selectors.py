@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlencode
@@ -21,7 +20,16 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 
-from annotate import blinding, gold, rows, stored_shares
+from annotate import blinding, rows
+from annotate.gold import pairs
+from annotate.gold.pairs import (
+    ADJUDICATED,
+    AGREED,
+    DERIVED,
+    PENDING,
+    claim_fields,
+    pairs_for_project,
+)
 from annotate.models import (
     Abstention,
     AdjudicationLock,
@@ -41,7 +49,6 @@ from annotate.models import (
     Severity,
     Support,
 )
-from annotate.report_cache import ProjectReports, reports_of
 
 
 def projects_for(user) -> list[dict]:
@@ -63,63 +70,6 @@ def projects_for(user) -> list[dict]:
         .order_by("project__name")
     )
     return [{"project": m.project, "role": m.role, "answers": m.answers} for m in memberships]
-
-
-def pair_summary(project: Project, reports: ProjectReports | None = None) -> gold.PairSummary:
-    """gold.pair_summary, kept per data version (annotate.report_cache): the gold page's
-    counts, the adjudication queue and each of its filters read one derivation of every pair
-    (at 10,000 answers each page's first view derived them all again, 1.1-1.3 s, and so did
-    every filter of the queue). A new version -- every submission, every decision -- derives
-    again only the answers whose labels changed: the others' shares are kept (PairShares),
-    and stored for other processes (annotate.stored_shares)."""
-    reports = reports if reports is not None else reports_of(project)
-    shares = reports.get("pair-shares", lambda: PairShares(reports.content_version), labels=False)
-    return reports.get("pair-summary", lambda: shares.summary(project))
-
-
-def imported_alone(project: Project, reports: ProjectReports | None = None) -> gold.ImportedAlone:
-    """gold.imported_alone (the gold items imported with no second reviewer), kept per data
-    version with the pair summary: a second view of the gold page reads neither again."""
-    reports = reports if reports is not None else reports_of(project)
-    return reports.get("imported-alone", lambda: gold.imported_alone(project))
-
-
-class PairShares:
-    """A project's answers' shares of its pair summary (gold.AnswerShare), each with the
-    label state it was derived from (gold.label_states). Kept under the project's content
-    version: a change to its claims, schema or cases starts again from nothing, and so does
-    the report cache's time limit. A share this process does not hold is read from the
-    database when one derived from the same state is stored there (annotate.stored_shares),
-    else derived and stored. Shared by a process's threads, hence the lock; a thread that
-    finds another deriving waits for it rather than deriving the same answers twice."""
-
-    def __init__(self, content_version: str) -> None:
-        self._lock = threading.Lock()
-        self._shares: dict[int, tuple[tuple, gold.AnswerShare]] = {}
-        self._generation = stored_shares.generation(content_version)
-
-    def summary(self, project: Project) -> gold.PairSummary:
-        with self._lock:
-            states = gold.label_states(project)
-            kept, changed = {}, {}
-            for pk, key in states.items():
-                held = self._shares.get(pk)
-                if held is not None and held[0] == key:
-                    kept[pk] = held
-                else:
-                    changed[pk] = key
-            for pk, share in stored_shares.read(project, self._generation, changed).items():
-                kept[pk] = (changed.pop(pk), share)
-            derived = gold.answer_shares(project, {pk: key[0] for pk, key in changed.items()})
-            stored_shares.write(
-                project,
-                self._generation,
-                ((pk, changed[pk], share) for pk, share in derived.items()),
-            )
-            for pk, share in derived.items():
-                kept[pk] = (changed[pk], share)
-            self._shares = kept
-            return gold.summary_of({pk: share for pk, (_, share) in kept.items()})
 
 
 # --- The labelling screen --------------------------------------------------------------------
@@ -517,7 +467,7 @@ class FieldRow:
 
     @property
     def default_choice(self) -> str:
-        return "" if self.source == gold.PENDING else "keep"
+        return "" if self.source == PENDING else "keep"
 
     @property
     def shown(self) -> dict:
@@ -540,7 +490,7 @@ class FieldRow:
 
 def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
     """(fields a lead must look at, fields already agreed and shown collapsed)."""
-    open_ = [r for r in rows if r.differs or r.source == gold.ADJUDICATED]
+    open_ = [r for r in rows if r.differs or r.source == ADJUDICATED]
     return open_, [r for r in rows if r not in open_]
 
 
@@ -600,7 +550,7 @@ class AdjudicationScreen:
             f"{where}{row.label}"
             + (f" ({row.shown['a']} vs {row.shown['b']})" if row.name in FIELD_CHOICES else "")
             for where, row in rows
-            if row.differs and row.source == gold.PENDING
+            if row.differs and row.source == PENDING
         ]
 
     @property
@@ -635,7 +585,7 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
     )
     if answer is None:
         return None
-    answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=[answer.pk])
+    answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=[answer.pk])
     if not answer_pairs:
         return None
     claims = {
@@ -647,8 +597,8 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
 
     schema = project.schema
     # support_binary follows the support decision: a lead decides support, never it alone.
-    claim_names = [f for f in gold.claim_fields(schema) if f not in gold.DERIVED]
-    answer_names = list(gold.answer_fields(schema))
+    claim_names = [f for f in claim_fields(schema) if f not in DERIVED]
+    answer_names = list(pairs.answer_fields(schema))
     vocabulary = {"support": schema.support_labels}
 
     def rows(pair, item, names):
@@ -679,8 +629,7 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
             note_b=p.b.get("note") or "",
             binary_agreed=(
                 p.gold.get("support_binary")
-                if p.source.get("support") == gold.PENDING
-                and p.source.get("support_binary") == gold.AGREED
+                if p.source.get("support") == PENDING and p.source.get("support_binary") == AGREED
                 else None
             ),
         )
@@ -720,7 +669,7 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         answer_fields=answer_fields,
         passages=passages,
         version=lock.version if lock else 0,
-        pending=sum(f.source == gold.PENDING for f in all_fields),
+        pending=sum(f.source == PENDING for f in all_fields),
         history=history,
         note_a=answer_pair.a.get("note") or "",
         note_b=answer_pair.b.get("note") or "",

@@ -3,6 +3,7 @@ from django.urls import path
 from annotate import lead_views, views
 from annotate.access import project_creators_only
 from annotate.common import docs_views
+from annotate.gold.views import gold_download, gold_page
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -36,6 +37,6 @@ urlpatterns = [
     path("p/<slug:slug>/schema/", lead_views.label_schema, name="label_schema"),
     path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication_queue"),
     path("p/<slug:slug>/adjudicate/<int:number>/", views.adjudicate, name="adjudicate"),
-    path("p/<slug:slug>/gold/", views.gold_page, name="gold"),
-    path("p/<slug:slug>/gold.<str:fmt>", views.gold_download, name="gold_download"),
+    path("p/<slug:slug>/gold/", gold_page, name="gold"),
+    path("p/<slug:slug>/gold.<str:fmt>", gold_download, name="gold_download"),
 ]

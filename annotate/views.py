@@ -9,23 +9,25 @@ from functools import wraps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import exports, gold, selectors, services, task_status
+from annotate import selectors, services, task_status
 from annotate.access import may_create_projects
+from annotate.adjudication import queue as adjudication
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.forms import (
     AnswerLabelForm,
     ClaimLabelForm,
-    GoldExportForm,
     QueueFilterForm,
     SkipForm,
 )
+from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
+from annotate.gold.selectors import pair_summary
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -428,16 +430,16 @@ def adjudication_queue(request, project, role):
     """The disagreements, most serious first, a page at a time, filtered by slice and field;
     an htmx request gets the table alone."""
     schema = project.schema
-    decidable = [f for f in gold.claim_fields(schema) if f not in gold.DERIVED]
-    decidable += list(gold.answer_fields(schema))
+    decidable = [f for f in claim_fields(schema) if f not in DERIVED]
+    decidable += list(answer_fields(schema))
     form = QueueFilterForm(request.GET, fields=[(f, selectors.field_word(f)) for f in decidable])
     filters = form.filters()
     key = ("adjudication-queue", filters["slice"], filters["field"])
     reports = reports_of(project)
     queue = reports.get(
         key,
-        lambda: gold.adjudication_queue(
-            project, summary=selectors.pair_summary(project, reports), **filters
+        lambda: adjudication.adjudication_queue(
+            project, summary=pair_summary(project, reports), **filters
         ),
     )
     pager = paginate(queue, request.GET, per_page=QUEUE_PAGE)
@@ -549,7 +551,7 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
             upcoming = _queue_ahead(project, number)
             continue
         answer_pk, candidate = upcoming[0]
-        answer_pairs, claim_pairs = gold.pairs_for_project(project, answer_ids=[answer_pk])
+        answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=[answer_pk])
         if any(pair.pending for pair in [*answer_pairs, *claim_pairs]):
             request.session[key] = upcoming
             return candidate
@@ -567,7 +569,7 @@ def _queue_ahead(project, number: int) -> list[tuple[int, int]]:
     reports = reports_of(project)
     queue = reports.get(
         ("adjudication-queue", None, None),
-        lambda: gold.adjudication_queue(project, summary=selectors.pair_summary(project, reports)),
+        lambda: adjudication.adjudication_queue(project, summary=pair_summary(project, reports)),
     )
     ahead = [(d.answer_pk, d.task_number) for d in queue if d.task_number != number]
     return ahead[:UPCOMING_KEPT]
@@ -631,7 +633,7 @@ def _decisions(screen, request) -> list[services.DecisionInput]:
     ]
     for claim, row in rows:
         changed, value = _parse_choice(row, request)
-        if changed and (row.source == gold.PENDING or value != row.gold):
+        if changed and (row.source == PENDING or value != row.gold):
             rationale = request.POST.get(f"r-{row.item}", "")
             decisions.append(
                 services.DecisionInput(
@@ -662,59 +664,3 @@ def _rationales(screen, request=None) -> dict[str, str]:
         else:
             out[key] = item.rationale
     return out
-
-
-@require_http_methods(["GET"])
-@project_view(Role.LEAD)
-def gold_page(request, project, role):
-    """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
-    and the download's filters."""
-    form = GoldExportForm(request.GET or None)
-    reports = reports_of(project)  # the data version read once for both
-    return render(
-        request,
-        "annotate/gold.html",
-        {
-            "project": project,
-            "role": role,
-            "form": form,
-            # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
-            # with the adjudication queue; after a submission or a decision only the answers
-            # that changed are derived again (selectors.PairShares). Beside them, the items
-            # whose gold is imported alone.
-            "counts": exports.gold_counts(
-                project,
-                summary=selectors.pair_summary(project, reports),
-                imported=selectors.imported_alone(project, reports),
-            ),
-            "written_by_worker": exports.gold_size(project)
-            > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
-        },
-    )
-
-
-@project_view(Role.LEAD)
-def gold_download(request, project, role, fmt):
-    if fmt not in ("jsonl", "csv"):
-        raise Http404("Not found")
-    form = GoldExportForm(request.GET)
-    if not form.is_valid():
-        return HttpResponse(
-            "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()), status=400
-        )
-    size = exports.gold_size(project)
-    if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
-        # Too long to stream within a request: a worker writes the file and its page offers
-        # the download (the same file again while the labels stay as they are).
-        from jobs import services as jobs
-
-        job = jobs.start_gold_export(
-            project=project, user=request.user, fmt=fmt, filters=form.options(), rows=size
-        )
-        return redirect("job", job_id=job.pk)
-    rows = exports.gold_rows(project, **form.options())
-    body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-gold.{fmt}"'
-    return response

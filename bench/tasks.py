@@ -64,7 +64,7 @@ def main() -> None:
     from django.db import connection
     from django_tasks_db.models import DBTaskResult
 
-    from annotate import exports
+    from annotate.gold.exports import gold_size
     from annotate.services import add_member, allow_creating_projects, open_labelling
     from jobs import reports, services
     from jobs.models import Job, StoredReport
@@ -121,7 +121,7 @@ def main() -> None:
             claims = label_everything(project, reviewers)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        rows = exports.gold_size(project)
+        rows = gold_size(project)
         print(f"labelled: {claims:,} doubly-labelled claims; gold set {rows:,} rows")
 
         queued = time.perf_counter()

@@ -25,7 +25,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from annotate.gold import imported_alone
+from annotate.gold.imported import imported_alone
 from annotate.models import Answer, Assignment, Case, ClaimLabel, Project
 from annotate.schema import LabelSchema, support_binary
 from evaluation.agreement import (

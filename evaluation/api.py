@@ -26,7 +26,7 @@ from annotate.api.views import (
     upload_file,
     upload_lines,
 )
-from annotate.gold import DEFAULT_SPLIT, SPLITS
+from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.imports.lines import BundleInvalid
 from evaluation import reports
 from evaluation.judges import import_judge_run, self_judged_counts

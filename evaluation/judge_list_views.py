@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotate.common.roles import project_view
-from annotate.gold import DEFAULT_SPLIT
+from annotate.gold.splits import DEFAULT_SPLIT
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.uploads import validate_upload_size
 from annotate.models import Role

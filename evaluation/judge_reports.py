@@ -37,15 +37,9 @@ from django.db.models.functions import Length
 from django.urls import NoReverseMatch, reverse
 from scipy.stats import binomtest
 
-from annotate.gold import (
-    DEFAULT_SPLIT,
-    IMPORTED,
-    SPLITS,
-    ItemPair,
-    gold_for_project,
-    gold_in_chunks,
-    judge_split,
-)
+from annotate.gold.imported import gold_for_project, gold_in_chunks
+from annotate.gold.pairs import IMPORTED, ItemPair
+from annotate.gold.splits import DEFAULT_SPLIT, SPLITS, judge_split
 from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import BINARY, UNSUPPORTED, support_binary
 from evaluation.agreement import (
@@ -123,7 +117,7 @@ class PairGold:
 @dataclass
 class ProjectGold:
     """A project's answers and claims with their current gold, loaded once (three queries,
-    and three for every annotate.gold.PAIR_CHUNK answers) and shared by every report that
+    and three for every annotate.gold.imported.PAIR_CHUNK answers) and shared by every report that
     needs them."""
 
     project: Project

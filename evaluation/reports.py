@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate.common import collector
-from annotate.gold import ADJUDICATED, AGREED, IMPORTED, gold_in_chunks
+from annotate.gold.imported import gold_in_chunks
+from annotate.gold.pairs import ADJUDICATED, AGREED, IMPORTED
 from annotate.models import (
     Answer,
     Case,
@@ -286,7 +287,7 @@ class Dataset:
 @collector.paused()
 def load(project: Project) -> Dataset:
     """Read everything the reports need: eight queries, and three for every
-    annotate.gold.PAIR_CHUNK answers (their label pairs)."""
+    annotate.gold.imported.PAIR_CHUNK answers (their label pairs)."""
     variants = {
         row["name"]: VariantData(**{**row, "settings": _sorted(row["settings"])})
         for row in Variant.objects.filter(project=project)

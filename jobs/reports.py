@@ -52,13 +52,18 @@ PRESENTATION = frozenset(
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Modules of annotate/gold/ that serve the gold page and the export: the rest of the folder is
+# the derivation every report reads gold through.
+GOLD_PRESENTATION = frozenset({"exports.py", "forms.py", "selectors.py", "views.py"})
+
+
 def code_sources() -> list[Path]:
     """The statistics modules and what they read gold through (the gold and support_binary
     derivation, the label schema)."""
     return sorted(
         [
             *(p for p in ROOT.glob("evaluation/*.py") if p.name not in PRESENTATION),
-            ROOT / "annotate/gold.py",
+            *(p for p in ROOT.glob("annotate/gold/*.py") if p.name not in GOLD_PRESENTATION),
             ROOT / "annotate/schema.py",
         ]
     )
@@ -257,7 +262,7 @@ def pending_answer(
 
 
 def _small(project: Project) -> bool:
-    from annotate.exports import gold_size
+    from annotate.gold.exports import gold_size
 
     return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
 

@@ -98,7 +98,7 @@ def start_gold_export(
     """Queue the gold set of `project` to be written to a file (`rows` is how many it will
     hold, for the progress bar). An export of the same labels with the same filters that is
     waiting, running or done is reused: the file would be byte-for-byte the same."""
-    from annotate.exports import gold_fingerprint
+    from annotate.gold.exports import gold_fingerprint
 
     export_id, _ = gold_fingerprint(project)
     params = {"format": fmt, "filters": filters, "export_id": export_id}
@@ -496,18 +496,19 @@ def _judge_import(job: Job, progress: Progress) -> None:
 
 
 def _gold_export(job: Job, progress: Progress) -> None:
-    from annotate import exports
+    from annotate.common.jsonl import jsonl
+    from annotate.gold.exports import gold_csv, gold_rows
 
     project = Project.objects.get(pk=job.project_id)
     fmt = job.params["format"]
-    rows = exports.gold_rows(project, **job.params["filters"])
+    rows = gold_rows(project, **job.params["filters"])
 
     def counted():
         for row in rows:
             progress.rows_written += 1
             yield row
 
-    body = exports.jsonl(counted()) if fmt == "jsonl" else exports.gold_csv(counted())
+    body = jsonl(counted()) if fmt == "jsonl" else gold_csv(counted())
     name = f"exports/{project.slug}-gold-{job.pk}.{fmt}"
     # One snapshot of the labels for the whole file, as one long SELECT would see them. The
     # job's row is written after it, outside: under REPEATABLE READ the heartbeat's updates

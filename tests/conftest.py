@@ -99,13 +99,13 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
 def decide_support(project: Project, lead, pair=None):
     """A lead decides `support` of a claim pair (by default the first pending one) as
     supported, as the adjudication screen would; returns the pair."""
-    from annotate import gold
+    from annotate.gold.pairs import PENDING, pairs_for_project
     from annotate.models import Answer
     from annotate.services import DecisionInput, adjudicate
 
     if pair is None:
-        _, claim_pairs = gold.pairs_for_project(project)
-        pair = next(p for p in claim_pairs if p.source["support"] == gold.PENDING)
+        _, claim_pairs = pairs_for_project(project)
+        pair = next(p for p in claim_pairs if p.source["support"] == PENDING)
     answer = Answer.objects.get(pk=pair.answer_id)
     adjudicate(
         answer=answer,
@@ -119,18 +119,20 @@ def decide_support(project: Project, lead, pair=None):
 
 @pytest.fixture
 def derived_shares(monkeypatch) -> list[set[int]]:
-    """The answers each call of gold.answer_shares derived (their pair summary's shares),
+    """The answers each call of answer_shares derived (their pair summary's shares),
     call by call."""
-    from annotate import gold
+    from annotate.gold import selectors, summary
 
     calls: list[set[int]] = []
-    real = gold.answer_shares
+    real = summary.answer_shares
 
     def counted(project, label_sets):
         calls.append(set(label_sets))
         return real(project, label_sets)
 
-    monkeypatch.setattr(gold, "answer_shares", counted)
+    # Where a kept summary derives shares, and where an uncached one does.
+    monkeypatch.setattr(selectors, "answer_shares", counted)
+    monkeypatch.setattr(summary, "answer_shares", counted)
     return calls
 
 

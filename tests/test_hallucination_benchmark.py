@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.exports import gold_rows
-from annotate.gold import pairs_for_project
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import pairs_for_project
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Role

@@ -140,7 +140,7 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
     1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
     of the same reports, likewise."""
-    from annotate.gold import DEFAULT_SPLIT
+    from annotate.gold.splits import DEFAULT_SPLIT
     from evaluation.judges import import_judge_run
     from jobs import reports
     from tests.conftest import FIXTURES, labelled_demo

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework import serializers
 
-from annotate import gold as gold_fields
+from annotate.gold.pairs import ADJUDICATED, AGREED, ANSWER_FIELDS, CLAIM_FIELDS, PENDING, UNION
 from annotate.imports.bundle_import import SLUG_ERRORS
 from annotate.models import (
     FAILURE_LABELS,
@@ -585,9 +585,7 @@ class QueueItemSerializer(serializers.Serializer):
 
 class QueueFilterSerializer(serializers.Serializer):
     slice = serializers.ChoiceField(choices=SLICE_CHOICES, required=False)
-    field = serializers.ChoiceField(
-        choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS], required=False
-    )
+    field = serializers.ChoiceField(choices=[*CLAIM_FIELDS, *ANSWER_FIELDS], required=False)
 
 
 class FieldRowSerializer(serializers.Serializer):
@@ -597,10 +595,10 @@ class FieldRowSerializer(serializers.Serializer):
     gold = serializers.JSONField(help_text="The gold value; null while pending.")
     source = serializers.ChoiceField(
         choices=[
-            gold_fields.AGREED,
-            gold_fields.ADJUDICATED,
-            gold_fields.PENDING,
-            gold_fields.UNION,
+            AGREED,
+            ADJUDICATED,
+            PENDING,
+            UNION,
         ]
     )
     rationale = serializers.CharField()
@@ -657,7 +655,7 @@ class DecisionInputSerializer(serializers.Serializer):
     claim = serializers.IntegerField(
         allow_null=True, min_value=0, help_text="Claim index; null for the answer as a whole."
     )
-    field = serializers.ChoiceField(choices=[*gold_fields.CLAIM_FIELDS, *gold_fields.ANSWER_FIELDS])
+    field = serializers.ChoiceField(choices=[*CLAIM_FIELDS, *ANSWER_FIELDS])
     value = serializers.JSONField(help_text="The gold value for the field.")
     rationale = TextField(
         required=False,
@@ -669,7 +667,7 @@ class DecisionInputSerializer(serializers.Serializer):
     )
 
     def validate(self, data):
-        allowed = gold_fields.ANSWER_FIELDS if data["claim"] is None else gold_fields.CLAIM_FIELDS
+        allowed = ANSWER_FIELDS if data["claim"] is None else CLAIM_FIELDS
         if data["field"] not in allowed:
             where = "the answer" if data["claim"] is None else "a claim"
             raise serializers.ValidationError(

@@ -43,12 +43,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import exports, gold, selectors, services
+from annotate import selectors, services
+from annotate.adjudication.queue import adjudication_queue
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.common import safe_json
 from annotate.common.errors import NotAllowed, ServiceError
+from annotate.common.jsonl import jsonl
+from annotate.gold.exports import gold_csv, gold_rows, gold_size
+from annotate.gold.selectors import pair_summary
 from annotate.imports import uploads
+from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.bundle_import import check_new_slug
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.ragas_import import label_schema_problem
@@ -375,7 +380,7 @@ class ReviewerView(ProjectView):
 
 
 def stream(rows, *, fmt: str, filename: str) -> StreamingHttpResponse:
-    body = exports.jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
+    body = jsonl(rows) if fmt == "jsonl" else gold_csv(rows)
     content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -564,9 +569,7 @@ class Bundle(LeadView):
         ),
     )
     def get(self, request, slug):
-        response = stream(
-            exports.bundle_rows(self.project), fmt="jsonl", filename=f"{slug}-bundle.jsonl"
-        )
+        response = stream(bundle_rows(self.project), fmt="jsonl", filename=f"{slug}-bundle.jsonl")
         return response
 
 
@@ -980,8 +983,8 @@ class AdjudicationQueue(ListView, LeadView):
         reports = reports_of(self.project)
         return reports.get(
             key,
-            lambda: gold.adjudication_queue(
-                self.project, summary=selectors.pair_summary(self.project, reports), **chosen
+            lambda: adjudication_queue(
+                self.project, summary=pair_summary(self.project, reports), **chosen
             ),
         )
 
@@ -1087,7 +1090,7 @@ class Gold(LeadView):
 
     def get(self, request, slug):
         filters = query(s.GoldFilterSerializer, request)
-        size = exports.gold_size(self.project)
+        size = gold_size(self.project)
         if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
             job = jobs.start_gold_export(
                 project=self.project,
@@ -1102,7 +1105,7 @@ class Gold(LeadView):
                 rows=size,
             )
             return accepted(job)
-        rows = exports.gold_rows(
+        rows = gold_rows(
             self.project,
             item=filters["item"],
             split=filters["judge_split"],

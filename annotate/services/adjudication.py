@@ -11,10 +11,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate import gold
 from annotate.common import safe_json
 from annotate.common.errors import ServiceError
-from annotate.gold import ANSWER_FIELDS
+from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
 from annotate.imports.records import quote_occurs
 from annotate.models import (
     FAILURE_LABELS,
@@ -210,9 +209,9 @@ def _outside_schema(
     schema = Project.objects.only("label_schema").get(pk=answer.project_id).schema
     problems, left = [], []
     for d in decisions:
-        kind = gold.CLAIM_FIELDS if d.claim is not None else gold.ANSWER_FIELDS
-        labelled = gold.claim_fields(schema) if d.claim is not None else gold.answer_fields(schema)
-        if d.field in gold.DERIVED:
+        kind = CLAIM_FIELDS if d.claim is not None else ANSWER_FIELDS
+        labelled = claim_fields(schema) if d.claim is not None else answer_fields(schema)
+        if d.field in DERIVED:
             problems.append(f"'{d.field}' follows the support decision: decide 'support'.")
         elif d.field in kind and d.field not in labelled:
             problems.append(f"'{d.field}' is not labelled in this project.")

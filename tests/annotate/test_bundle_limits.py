@@ -323,7 +323,7 @@ def test_parse_bundle_reports_every_problem_of_a_line_at_once():
 def test_a_large_integer_valued_score_exports_as_a_number_that_imports_again():
     # Found by the fuzzer: 1e19 was exported as the integer 10000000000000000000, beyond a
     # 64-bit integer, which the import then refused: an export that did not re-import.
-    from annotate.exports import bundle_rows
+    from annotate.imports.bundle_export import bundle_rows
 
     retrieved = [{**ANSWER["retrieved"][0], "score": 1e19}]
     edited = lines_of(edit={9: {"retrieved": retrieved}})

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundles import (
     FIELDS,

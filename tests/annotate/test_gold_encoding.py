@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from annotate import exports
-from annotate.exports import _json_bytes, _orjson_bytes, _row_encoder, gold_rows, jsonl
+from annotate.common.jsonl import jsonl
+from annotate.gold.exports import GoldRow, _json_bytes, _orjson_bytes, _row_encoder, gold_rows
 from annotate.models import Answer, Project
 from tests.annotate.test_adjudication import demo  # noqa: F401  (fixture)
 
@@ -69,4 +69,4 @@ def test_the_rows_of_an_export_are_whole_objects(demo: Project):  # noqa: F811
     assert len({id(row) for row in rows}) == len(rows)
     rows[0]["gold"]["support"] = "changed"
     assert all(row["gold"].get("support") != "changed" for row in rows[1:])
-    assert isinstance(rows[0], exports.GoldRow)
+    assert isinstance(rows[0], GoldRow)

@@ -233,7 +233,7 @@ def mixed(halu):
 def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(halu):
     import jsonschema
 
-    from annotate.exports import gold_csv, gold_rows
+    from annotate.gold.exports import gold_csv, gold_rows
 
     _import(halu)
     rows = list(gold_rows(halu))
@@ -266,7 +266,7 @@ def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(h
 
 
 def test_where_reviewers_labelled_too_their_gold_stands_and_the_row_keeps_both(mixed):
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
 
     sets = _label_sets()
     gold = {row["answer_id"] for row in gold_lines()}
@@ -302,7 +302,7 @@ def test_where_reviewers_labelled_too_their_gold_stands_and_the_row_keeps_both(m
 
 
 def test_the_export_id_moves_when_gold_is_imported_and_stays_when_nothing_changes(mixed, halu):
-    from annotate.exports import gold_fingerprint
+    from annotate.gold.exports import gold_fingerprint
 
     before = gold_fingerprint(mixed)
     assert _import(mixed).unchanged == len(gold_lines())
@@ -316,7 +316,7 @@ def test_the_export_id_moves_when_gold_is_imported_and_stays_when_nothing_change
 def test_a_project_without_imported_gold_exports_the_same_bytes_as_before(db):
     """No `imported` key on rows without imported gold: their content hashes (and release
     diffs) are as they were."""
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
     from tests.conftest import labelled_demo
 
     rows = list(gold_rows(labelled_demo()))
@@ -328,9 +328,10 @@ def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
 ):
     """Two queries a chunk for imported gold (its answers', then its claims'), whatever the
     chunk's size: no query per answer or claim."""
-    from annotate import exports
+    from annotate.gold import exports
+    from annotate.gold.exports import gold_rows
 
-    whole = list(exports.gold_rows(mixed))
+    whole = list(gold_rows(mixed))
     monkeypatch.setattr(exports, "GOLD_CHUNK", 5)
     answers = len({row["answer_id"] for row in whole})
     chunks = -(-answers // 5)
@@ -338,7 +339,7 @@ def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
     # assignments, claim labels, decisions, imported answers and claims, and the chunk's
     # retrieved passages, answers, citations and claims
     with django_assert_num_queries(10 + 9 * chunks):
-        rows = list(exports.gold_rows(mixed))
+        rows = list(gold_rows(mixed))
     assert rows == whole
 
 
@@ -348,7 +349,7 @@ def test_every_field_of_a_three_way_schema_is_imported_as_it_was_labelled(db):
     severity, evidence and citations are gold as imported, and the rows validate."""
     import jsonschema
 
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
 
     project = import_fixture("demo.jsonl", "campaign")
     project = open_labelling(project=project)

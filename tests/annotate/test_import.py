@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.models import (

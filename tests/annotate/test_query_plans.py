@@ -329,7 +329,9 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     again (each chunk of a 10,000-answer export scanned 100,000 claims, 200,000 labels and
     100,000 citations). `__among` adds the list's bounds, which lower the planner's
     estimate until it takes the index (annotate/common/lookups.py says how)."""
-    from annotate import exports, gold
+    from annotate.gold import exports, summary
+    from annotate.gold.exports import gold_rows
+    from annotate.gold.summary import pair_summary
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
@@ -338,13 +340,13 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     monkeypatch.setattr(exports, "GOLD_CHUNK", CHUNK)
-    monkeypatch.setattr(gold, "QUEUE_CHUNK", CHUNK)
+    monkeypatch.setattr(summary, "QUEUE_CHUNK", CHUNK)
 
     with CaptureQueriesContext(connection) as export:
-        rows = sum(1 for _ in exports.gold_rows(project))
+        rows = sum(1 for _ in gold_rows(project))
     assert rows == BIG_ANSWERS * 3  # two claim rows and an answer row each
     with CaptureQueriesContext(connection) as queue:
-        summary = gold.pair_summary(project)
+        summary = pair_summary(project)
     assert sum(summary.claims.values()) == 2 * BIG_ANSWERS
 
     read = set()

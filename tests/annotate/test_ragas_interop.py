@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.ragas_import import import_ragas
 from annotate.models import Case
 from tests.conftest import FIXTURES

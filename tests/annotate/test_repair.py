@@ -13,7 +13,7 @@ import math
 import pytest
 from django.core.management import call_command
 
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.records import content_hash

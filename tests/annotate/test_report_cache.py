@@ -10,8 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import gold, report_cache
+from annotate import report_cache
+from annotate.adjudication.queue import adjudication_queue
 from annotate.boundaries import adjust_span, edit_citations, split_claim
+from annotate.gold.summary import label_states
 from annotate.imports.bundle_import import import_bundle
 from annotate.models import Assignment, Claim, Passage, Project, Role
 from annotate.schema import LabelSchema
@@ -58,7 +60,7 @@ def test_a_kept_report_is_served_until_the_data_changes(labelled, lead):
 
     def compute():
         calls.append(1)
-        return gold.adjudication_queue(labelled)
+        return adjudication_queue(labelled)
 
     first = reports.get("queue", compute)
     assert report_cache.reports_of(labelled).get("queue", compute) is first
@@ -187,7 +189,7 @@ def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
     ]
     for url in pages[:3]:
         assert client.get(url).status_code == 200
-    doubly = set(gold.label_states(labelled))
+    doubly = set(label_states(labelled))
     assert derived == [doubly] and len(doubly) > 1
     pair = decide_support(labelled, lead)
     assert client.get(pages[0]).status_code == 200
@@ -203,7 +205,7 @@ def test_a_summary_kept_as_shares_is_the_summary_derived_afresh(
     submitted again with other labels, one reopened, an answer newly labelled twice -- the
     summary built from kept shares and the answers that changed is the one derived from
     nothing."""
-    from annotate import selectors
+    from annotate.gold.selectors import pair_summary
     from annotate.models import Answer
     from annotate.services import submit_labels
     from tests.annotate.test_labelling import label_everything
@@ -212,8 +214,8 @@ def test_a_summary_kept_as_shares_is_the_summary_derived_afresh(
     summaries = []
 
     def check():
-        kept = selectors.pair_summary(labelled, reports())
-        assert kept == gold.pair_summary(labelled)
+        kept = pair_summary(labelled, reports())
+        assert kept == pair_summary(labelled)
         summaries.append(kept)
 
     check()

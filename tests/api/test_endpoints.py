@@ -16,7 +16,7 @@ from django.contrib.staticfiles import finders
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
 from annotate.services import allow_adding_anyone, open_labelling
 from evaluation.agreement_report import agreement_report
@@ -357,14 +357,14 @@ def test_an_empty_queue_is_204_and_a_closed_one_409(team, reviewer_a):
 
 
 def first_disagreement(project):
-    queue = gold.adjudication_queue(project)
+    queue = adjudication_queue(project)
     return queue[0]
 
 
 def test_the_adjudication_queue_is_served_most_serious_first_and_filters(demo, lead):
     client = token_client(lead)
     queue = client.get(f"{API}/projects/demo/adjudication/?limit=500").json()
-    expected = gold.adjudication_queue(demo)
+    expected = adjudication_queue(demo)
     assert [item["task_number"] for item in queue["results"]] == [d.task_number for d in expected]
     assert set(queue["results"][0]) == {"task_number", "score", "fields"}
     support = client.get(f"{API}/projects/demo/adjudication/?field=support&limit=500").json()

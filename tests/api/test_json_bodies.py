@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
 from annotate.models import ClaimLabel, Decision, Membership
 from annotate.services import open_labelling
 from tests import api as shared
@@ -21,7 +21,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 @pytest.fixture
 def endpoints(demo, lead, reviewer_a):
     """(client, method, url) of every endpoint that reads a JSON body."""
-    number = gold.adjudication_queue(demo)[0].task_number
+    number = adjudication_queue(demo)[0].task_number
     reviewer = token_client(reviewer_a)
     task = reviewer.post(f"{API}/projects/demo/tasks/next/").json()["task_number"]
     leader = token_client(lead)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
 from annotate.imports.label_import import import_labels
 from annotate.models import Decision
 from annotate.services import add_member, open_labelling
@@ -35,7 +35,7 @@ def demo(lead):
 
 
 def open_first_disagreement(page, demo):
-    number = gold.adjudication_queue(demo)[0].task_number
+    number = adjudication_queue(demo)[0].task_number
     page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
     expect(page.get_by_role("heading", name=f"Adjudicate · Task {number}")).to_be_visible()
     return number

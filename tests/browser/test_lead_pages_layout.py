@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
 from annotate.imports.label_import import import_labels
 from annotate.models import Project, Role
 from annotate.services import add_member, open_labelling
@@ -34,7 +34,7 @@ def demo(lead) -> tuple[Project, int]:
 
 
 def lead_pages(project, run_pk) -> dict[str, str]:
-    number = gold.adjudication_queue(project)[0].task_number
+    number = adjudication_queue(project)[0].task_number
     slug = project.slug
     return {
         "setup": f"/p/{slug}/setup/",

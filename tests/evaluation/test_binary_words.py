@@ -15,7 +15,7 @@ from html import unescape
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.gold import pairs_for_project
+from annotate.gold.pairs import pairs_for_project
 from annotate.models import Answer
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun

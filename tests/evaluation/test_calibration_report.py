@@ -17,7 +17,8 @@ from django.urls import reverse
 from django.utils.html import escape
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from annotate.gold import judge_split, pairs_for_project
+from annotate.gold.pairs import pairs_for_project
+from annotate.gold.splits import judge_split
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Claim, Decision, Project, Role
@@ -485,7 +486,7 @@ def test_gold_derived_a_few_answers_at_a_time_gives_the_same_reports(
     """load_gold folds the pairs into what the reports keep, chunk by chunk (a 100,000-claim
     project's pairs at once were most of a calibration's memory): cut into chunks of three
     answers, the reports come out the same."""
-    from annotate import gold
+    from annotate.gold import imported
 
     project, run = demo
     whole = [
@@ -493,7 +494,7 @@ def test_gold_derived_a_few_answers_at_a_time_gives_the_same_reports(
         compare_runs(run_a=run, run_b=run, split="all"),
         few_shot_examples(project),
     ]
-    monkeypatch.setattr(gold, "PAIR_CHUNK", 3)
+    monkeypatch.setattr(imported, "PAIR_CHUNK", 3)
     answers = project.answers.count()
     # answers, claims, reviewers' counts, and assignments, labels, decisions and imported
     # gold (none here: one query) a chunk

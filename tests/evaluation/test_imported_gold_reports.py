@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotate.gold import judge_split
+from annotate.gold.splits import judge_split
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
 from annotate.services import add_member, open_labelling

@@ -462,13 +462,13 @@ def test_query_count_is_fixed_up_to_a_chunk_of_answers(stages, django_assert_num
 def test_labels_derived_a_few_answers_at_a_time_give_the_same_report(
     stages, monkeypatch, django_assert_num_queries
 ):
-    from annotate import gold
+    from annotate.gold import imported
     from annotate.management.commands.load_demo import load as load_demo
 
     demo = load_demo()
     whole = [evaluate(stages), evaluate(demo), compare(demo, "baseline", "verifier")]
     answers = demo.answers.count()
-    monkeypatch.setattr(gold, "PAIR_CHUNK", 3)
+    monkeypatch.setattr(imported, "PAIR_CHUNK", 3)
     # assignments, labels, decisions and imported gold (none here: one query) a chunk
     with django_assert_num_queries(8 + 4 * math.ceil(answers / 3)):
         data = load(demo)

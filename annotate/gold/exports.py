@@ -1,13 +1,13 @@
-"""Generators of export rows. They stream: rows come from iterator() queries in a fixed order,
-so memory stays flat and the same data always gives the same bytes."""
+"""The gold export: gold rows (JSONL or CSV) streamed from iterator() queries in a fixed order,
+so memory stays flat and the same data always gives the same bytes; its fingerprint and size,
+and the gold page's counts (gold_counts)."""
 
 from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +15,12 @@ from typing import Any
 import orjson
 from django.db.models import Count, Max, Q
 
-from annotate import gold
 from annotate.common import csvsafe
-from annotate.imports.records import canonical_number
+from annotate.gold import pairs
+from annotate.gold.imported import ImportedAlone, gold_for_project, imported_alone, imported_answers
+from annotate.gold.pairs import ADJUDICATED, AGREED, IMPORTED, PENDING, Imported, row_state
+from annotate.gold.splits import judge_split
+from annotate.gold.summary import PairSummary, doubly_labelled, pair_summary
 from annotate.models import (
     Answer,
     Assignment,
@@ -26,144 +29,9 @@ from annotate.models import (
     Decision,
     GoldImport,
     ImportedGold,
-    Judgment,
     Project,
     RetrievedPassage,
 )
-
-CHUNK = 500
-
-
-def bundle_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """The project's data as bundle objects; `import_bundle` of these reproduces the project."""
-    yield {
-        "type": "bundle",
-        "corpus_version": project.corpus_version,
-        "name": project.name,
-        "label_schema": project.schema.as_dict(),
-    }
-    for v in project.variants.order_by("name").iterator():
-        yield {
-            "type": "variant",
-            "name": v.name,
-            "description": v.description,
-            "model": v.model,
-            "settings": v.settings,
-        }
-    for p in project.passages.order_by("passage_id").iterator():
-        yield {
-            "type": "passage",
-            "passage_id": p.passage_id,
-            "text": p.text,
-            "document": p.document,
-            "location": p.location,
-            "title": p.title,
-        }
-    cases = project.cases.order_by("case_id").prefetch_related("evidence__passage")
-    for c in cases.iterator(chunk_size=CHUNK):
-        yield {
-            "type": "case",
-            "case_id": c.case_id,
-            "question": c.question,
-            "answerable": c.answerable,
-            "adversarial": c.adversarial,
-            "required_facts": c.required_facts,
-            "forbidden_claims": c.forbidden_claims,
-            "evidence": [
-                {"passage_id": e.passage.passage_id, "quote": e.quote, "location": e.location}
-                for e in c.evidence.all()
-            ],
-            "split": c.split,
-            "checked_documents": c.checked_documents,
-            "tags": c.tags,
-            **({"reference": c.reference} if c.reference else {}),
-        }
-    yield from _answer_rows(project)
-    judgments = (
-        Judgment.objects.filter(case__project=project)
-        .order_by("case__case_id", "passage__passage_id")
-        .values_list("case__case_id", "passage__passage_id", "grade")
-    )
-    for case_id, passage_id, grade in judgments.iterator(chunk_size=2000):
-        yield {"type": "judgment", "case_id": case_id, "passage_id": passage_id, "grade": grade}
-
-
-def _answer_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """The bundle's answer objects, a chunk of answers at a time: four queries of plain rows
-    per chunk (the answers, their retrieved passages, claims and citations), no model
-    instances -- a 10,000-answer project has 300,000 of those rows, and building an object
-    for each was most of its export's time."""
-    answers = (
-        project.answers.order_by("answer_id")
-        .values_list(
-            "pk",
-            "answer_id",
-            "case__case_id",
-            "variant__name",
-            "sample",
-            "text",
-            "abstained",
-            "elapsed_ms",
-            "request_cost",
-        )
-        .iterator(chunk_size=CHUNK)
-    )
-    while chunk := list(itertools.islice(answers, CHUNK)):
-        pks = [row[0] for row in chunk]
-        retrieved = defaultdict(list)
-        for answer_pk, passage_id, rank, score, in_prompt in (
-            RetrievedPassage.objects.filter(answer_id__in=pks)
-            .order_by("answer_id", "rank")
-            .values_list("answer_id", "passage__passage_id", "rank", "score", "in_prompt")
-        ):
-            retrieved[answer_pk].append(
-                {
-                    "passage_id": passage_id,
-                    "rank": rank,
-                    "score": canonical_number(score),
-                    "in_prompt": in_prompt,
-                }
-            )
-        cited = defaultdict(list)
-        for claim_pk, cited_id in (
-            Citation.objects.filter(claim__answer_id__in=pks)
-            .order_by("claim_id", "ordinal")
-            .values_list("claim_id", "cited_id")
-        ):
-            cited[claim_pk].append(cited_id)
-        claims = defaultdict(list)
-        for answer_pk, claim_pk, text, start, end in (
-            Claim.objects.filter(answer_id__in=pks)
-            .order_by("answer_id", "ordinal")
-            .values_list("answer_id", "pk", "text", "start", "end")
-        ):
-            claims[answer_pk].append(
-                {"text": text, "start": start, "end": end, "citations": cited[claim_pk]}
-            )
-        for pk, answer_id, case_id, variant, sample, text, abstained, elapsed, cost in chunk:
-            yield {
-                "type": "answer",
-                "answer_id": answer_id,
-                "case_id": case_id,
-                "variant": variant,
-                "sample": sample,
-                "text": text,
-                "abstained": abstained,
-                "elapsed_ms": canonical_number(elapsed),
-                "request_cost": canonical_number(cost),
-                "retrieved": retrieved[pk],
-                "claims": claims[pk],
-            }
-
-
-def jsonl(rows) -> Iterator[str]:
-    for row in rows:
-        # A gold row carries its JSON line already (encoded once, for its hash).
-        line = getattr(row, "line", None)
-        yield (line if line is not None else json.dumps(row, ensure_ascii=False)) + "\n"
-
-
-# --- Gold ------------------------------------------------------------------------------------
 
 GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
@@ -290,7 +158,7 @@ def gold_size(project: Project) -> int:
     """How many rows the whole gold set holds (a claim row per claim and an answer row per
     answer of every doubly-labelled answer and every answer with imported gold): two counts,
     to decide whether an export streams from the request or is written by a worker."""
-    doubly = gold.doubly_labelled(project).order_by().values("answer_id")
+    doubly = doubly_labelled(project).order_by().values("answer_id")
     answers = Answer.objects.filter(project=project).filter(
         Q(pk__in=doubly) | Q(imported_gold__isnull=False)
     )
@@ -369,12 +237,12 @@ def _provenance_tail(provenance: dict[str, str]) -> str:
 def _gold_answers(project: Project, split: str) -> dict[int, int]:
     """The answers with two submitted label sets or more, and those with imported gold, in
     answer order, on the judge split asked, each with its number of label sets."""
-    doubly = gold.doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
-    imported = gold.imported_answers(project).values_list("answer_id", "answer__case__case_id", "n")
+    doubly = doubly_labelled(project).values_list("answer_id", "answer__case__case_id", "n")
+    imported = imported_answers(project).values_list("answer_id", "answer__case__case_id", "n")
     chosen = {
         pk: n
         for pk, case_id, n in (*doubly, *imported)
-        if split == "all" or gold.judge_split(case_id) == split
+        if split == "all" or judge_split(case_id) == split
     }
     return dict(sorted(chosen.items()))
 
@@ -400,8 +268,8 @@ def gold_rows(
     export_id, as_of = gold_fingerprint(project)
     names = _pseudonyms(project)
     kappas = human_kappas(project)
-    claim_fields = gold.claim_fields(schema)
-    answer_fields = gold.answer_fields(schema)
+    claim_fields = pairs.claim_fields(schema)
+    answer_fields = pairs.answer_fields(schema)
     claim_keys = tuple(k for k, f in _CLAIM_LABEL_FIELD.items() if schema.claim(f))
     answer_keys = (*answer_fields, "note")
     # The same for every row of the export (rows share these two mappings).
@@ -421,7 +289,7 @@ def gold_rows(
     answer_ids = list(label_sets)
     for start in range(0, len(answer_ids), GOLD_CHUNK):
         chunk = answer_ids[start : start + GOLD_CHUNK]
-        answer_pairs, claim_pairs = gold.gold_for_project(project, answer_ids=chunk)
+        answer_pairs, claim_pairs = gold_for_project(project, answer_ids=chunk)
         answers, claims = _gold_chunk(base, chunk)
         claims_of: dict[int, list] = {}
         for pair in claim_pairs:
@@ -450,10 +318,10 @@ def gold_rows(
                 continue
             # support_binary from the answer's claims, in every schema: an answer is decided
             # only once its claims' support_binary and its own fields all are.
-            answer_gold, answer_source = gold.answer_gold(
+            answer_gold, answer_source = pairs.answer_gold(
                 pair, claims_of.get(pair.answer_id, ()), answer_fields
             )
-            decided = gold.row_state(answer_source) != gold.PENDING
+            decided = row_state(answer_source) != PENDING
             if not chosen.decided_only or decided:
                 row = GoldRow((k, v) for k, v in common.items() if k != "doc")
                 row.update(
@@ -484,7 +352,7 @@ def _claim_kappa_fields(schema) -> tuple[str, ...]:
 
 # The gold page's columns, a gold row's states in order: a state a summary counts is a
 # column here (the test of the page checks that its total is the sum of its columns).
-GOLD_STATES = (gold.AGREED, gold.ADJUDICATED, gold.PENDING, gold.IMPORTED)
+GOLD_STATES = (AGREED, ADJUDICATED, PENDING, IMPORTED)
 _SPLITS = JUDGE_SPLITS[1:]
 
 
@@ -508,10 +376,10 @@ class GoldCountRow:
 
 @dataclass
 class GoldCounts:
-    """How much of the gold set is decided, by item and judge split (gold.row_state): rows
+    """How much of the gold set is decided, by item and judge split (row_state): rows
     whose every field is agreed, rows a lead decided (some field adjudicated, none pending),
     rows still pending, and rows whose gold is imported from elsewhere with no second
-    reviewer (`imported`). An answer row's support_binary is its claims' (gold.answer_gold),
+    reviewer (`imported`). An answer row's support_binary is its claims' (pairs.answer_gold),
     so an answer is pending while one of its claims' support_binary is."""
 
     claims: Counter = field(default_factory=Counter)
@@ -547,15 +415,15 @@ class GoldCounts:
 def gold_counts(
     project: Project,
     *,
-    summary: gold.PairSummary | None = None,
-    imported: gold.ImportedAlone | None = None,
+    summary: PairSummary | None = None,
+    imported: ImportedAlone | None = None,
 ) -> GoldCounts:
     """The counts the gold page shows before its download buttons, from `summary`
-    (gold.pair_summary, derived here when not given; copied, as a kept one is shared) and
-    the items whose gold is imported alone (gold.imported_alone, two queries, when not
+    (pair_summary, derived here when not given; copied, as a kept one is shared) and
+    the items whose gold is imported alone (imported_alone, two queries, when not
     given). An item that reviewers labelled too counts by their gold, which stands."""
-    summary = summary if summary is not None else gold.pair_summary(project)
-    imported = imported if imported is not None else gold.imported_alone(project)
+    summary = summary if summary is not None else pair_summary(project)
+    imported = imported if imported is not None else imported_alone(project)
     counts = GoldCounts(
         claims=Counter(summary.claims),
         answers=Counter(summary.answers),
@@ -565,12 +433,12 @@ def gold_counts(
         imported_sources=imported.sources,
     )
     if imported.answers:
-        counts.answers[gold.IMPORTED] = imported.answers
-        counts.claims[gold.IMPORTED] = imported.claims
+        counts.answers[IMPORTED] = imported.answers
+        counts.claims[IMPORTED] = imported.claims
         for split, n in imported.claims_by_split.items():
-            counts.by_split.setdefault(split, Counter())[gold.IMPORTED] = n
+            counts.by_split.setdefault(split, Counter())[IMPORTED] = n
         for split, n in imported.answers_by_split.items():
-            counts.answers_by_split.setdefault(split, Counter())[gold.IMPORTED] = n
+            counts.answers_by_split.setdefault(split, Counter())[IMPORTED] = n
     return counts
 
 
@@ -644,7 +512,7 @@ def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:
         "answerable": answerable,
         "adversarial": adversarial,
         "split": split,
-        "judge_split": gold.judge_split(case_id),
+        "judge_split": judge_split(case_id),
         "user_input": question,
         "response": text,
         "retrieved_context_ids": [passage_id for passage_id, _, _ in retrieved],
@@ -664,7 +532,7 @@ def _reviewer(user_id: int | None, labels: dict, keys, names) -> dict[str, Any] 
     return {"reviewer": names.get(user_id, "R?"), **{k: labels.get(k) for k in keys}}
 
 
-def _imported(imported: gold.Imported, keys) -> dict[str, Any]:
+def _imported(imported: Imported, keys) -> dict[str, Any]:
     """An item's imported gold as a row carries it: its provenance and the label as
     imported, shaped as a reviewer's (the same keys)."""
     return {
