@@ -2,6 +2,7 @@ from django.urls import path
 
 from annotate import lead_views, views
 from annotate.access import project_creators_only
+from annotate.adjudication.views import adjudicate, adjudication_queue
 from annotate.common import docs_views
 from annotate.gold.views import gold_download, gold_page
 
@@ -35,8 +36,8 @@ urlpatterns = [
     path("p/<slug:slug>/claims/<int:answer_pk>/", lead_views.boundary_edit, name="boundary_edit"),
     path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
     path("p/<slug:slug>/schema/", lead_views.label_schema, name="label_schema"),
-    path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication_queue"),
-    path("p/<slug:slug>/adjudicate/<int:number>/", views.adjudicate, name="adjudicate"),
+    path("p/<slug:slug>/adjudicate/", adjudication_queue, name="adjudication_queue"),
+    path("p/<slug:slug>/adjudicate/<int:number>/", adjudicate, name="adjudicate"),
     path("p/<slug:slug>/gold/", gold_page, name="gold"),
     path("p/<slug:slug>/gold.<str:fmt>", gold_download, name="gold_download"),
 ]

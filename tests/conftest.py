@@ -99,9 +99,9 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
 def decide_support(project: Project, lead, pair=None):
     """A lead decides `support` of a claim pair (by default the first pending one) as
     supported, as the adjudication screen would; returns the pair."""
+    from annotate.adjudication.services import DecisionInput, adjudicate
     from annotate.gold.pairs import PENDING, pairs_for_project
     from annotate.models import Answer
-    from annotate.services import DecisionInput, adjudicate
 
     if pair is None:
         _, claim_pairs = pairs_for_project(project)

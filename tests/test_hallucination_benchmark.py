@@ -14,12 +14,13 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from annotate.adjudication.services import DecisionInput, adjudicate
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import pairs_for_project
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Role
-from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
+from annotate.services import add_member, open_labelling
 from evaluation.agreement_report import agreement_report
 from evaluation.judge_reports import calibration_report
 from evaluation.judges import import_judge_run

@@ -44,7 +44,10 @@ from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
 from annotate import selectors, services
+from annotate.adjudication import services as adjudication_services
 from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.selectors import adjudication_screen, answer_by_task_number
+from annotate.adjudication.services import Conflict, DecisionInput, adjudicate, start_adjudication
 from annotate.api import serializers as s
 from annotate.api.permissions import HasProjectRole
 from annotate.common import safe_json
@@ -1008,14 +1011,14 @@ class NotYetAdjudicable(APIException):
 class Adjudication(LeadView):
     def screen(self, number: int):
         # As on the page: freeze the labels (no reopening) before reading them.
-        answer = selectors.answer_by_task_number(self.project, number)
+        answer = answer_by_task_number(self.project, number)
         try:
-            lock = answer and services.start_adjudication(answer=answer, lead=self.request.user)
-        except services.NotYetAdjudicable as exc:
+            lock = answer and start_adjudication(answer=answer, lead=self.request.user)
+        except adjudication_services.NotYetAdjudicable as exc:
             raise NotYetAdjudicable(str(exc)) from exc
         if lock is None:
             raise NotFound()
-        screen = selectors.adjudication_screen(self.project, number)
+        screen = adjudication_screen(self.project, number)
         if screen is None:
             raise NotFound()
         return screen
@@ -1056,7 +1059,7 @@ class Adjudication(LeadView):
                 raise ValidationError({f"decisions.{i}.claim": ["No such claim in this task."]})
             claim = None if item["claim"] is None else claims[item["claim"]]
             decisions.append(
-                services.DecisionInput(
+                DecisionInput(
                     claim=claim,
                     field=item["field"],
                     value=item["value"],
@@ -1064,14 +1067,14 @@ class Adjudication(LeadView):
                 )
             )
         try:
-            services.adjudicate(
+            adjudicate(
                 answer=screen.answer,
                 lead=request.user,
                 version=data["version"],
                 decisions=decisions,
                 rationale=data["rationale"],
             )
-        except services.Conflict as exc:
+        except Conflict as exc:
             current = self.screen(number)
             return Response(
                 {"detail": str(exc), "version": current.version}, status=status.HTTP_409_CONFLICT

@@ -1,7 +1,8 @@
 """Writes. Every function here is a verb with keyword-only arguments, atomic, and the one place
 its rule is enforced: the pages, the API and the management commands all call these.
 
-One module per capability (the importers are in annotate.imports):
+One module per capability (the importers are in annotate.imports, adjudication in
+annotate.adjudication):
 - opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
   change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
@@ -9,19 +10,9 @@ One module per capability (the importers are in annotate.imports):
   projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
-- adjudication: a lead's gold decisions (start_adjudication, adjudicate)
 - preferences: a person's own settings (set_preferences)
 """
 
-from annotate.services.adjudication import (
-    Conflict,
-    DecisionInput,
-    NotYetAdjudicable,
-    StillLabelling,
-    StillUndoable,
-    adjudicate,
-    start_adjudication,
-)
 from annotate.services.labelling import (
     IDLE_CAP_SECONDS,
     LabelErrors,
@@ -64,19 +55,13 @@ from annotate.services.queue import next_task, release_abandoned, release_task
 __all__ = [
     "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
-    "Conflict",
-    "DecisionInput",
     "LabelErrors",
     "StaleDraft",
-    "StillUndoable",
-    "StillLabelling",
-    "NotYetAdjudicable",
     "MemberError",
     "MembersImportResult",
     "add_member",
     "add_project_member",
     "allow_adding_anyone",
-    "adjudicate",
     "adjudication_started",
     "can_reopen",
     "allow_creating_projects",
@@ -100,7 +85,6 @@ __all__ = [
     "set_preferences",
     "shown_passages",
     "spread_order",
-    "start_adjudication",
     "submit_labels",
     "update_guidelines",
     "validate_submission",

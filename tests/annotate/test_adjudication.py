@@ -14,21 +14,19 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import (
+    Conflict,
+    DecisionInput,
+    StillUndoable,
+    adjudicate,
+    start_adjudication,
+)
 from annotate.common.errors import ServiceError
 from annotate.common.jsonl import jsonl
 from annotate.gold.exports import GOLD_CSV_COLUMNS, gold_rows
 from annotate.gold.pairs import ADJUDICATED, AGREED, PENDING, pairs_for_project
 from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
-from annotate.services import (
-    Conflict,
-    DecisionInput,
-    StillUndoable,
-    add_member,
-    adjudicate,
-    reopen_task,
-    start_adjudication,
-    submit_labels,
-)
+from annotate.services import add_member, reopen_task, submit_labels
 from tests.conftest import PASSWORD, decide_support, labelled_demo
 
 
@@ -484,7 +482,7 @@ def test_with_a_third_reviewer_still_labelling_the_answer_waits_for_them(demo, c
     """Overlap above two: two label sets are in, a third reviewer holds the answer. Opening it
     for adjudication then would freeze labels that are still coming (and the third reviewer
     could submit and undo after the lead read them): it waits, and says why."""
-    from annotate.services import StillLabelling
+    from annotate.adjudication.services import StillLabelling
 
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)

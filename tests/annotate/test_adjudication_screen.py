@@ -13,13 +13,13 @@ from django.test import Client
 from django.urls import reverse
 
 from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import DecisionInput, adjudicate
 from annotate.common.errors import ServiceError
 from annotate.gold import summary
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import AGREED, PENDING, pairs_for_project
 from annotate.gold.summary import doubly_labelled
 from annotate.models import Answer, Decision, Project
-from annotate.services import DecisionInput, adjudicate
 from tests.conftest import PASSWORD, labelled_demo
 
 pytestmark = pytest.mark.django_db
@@ -271,7 +271,7 @@ def test_the_field_filter_shows_only_answers_disputing_that_field(client, demo, 
 
 
 def test_the_queue_is_paginated_with_links_that_keep_the_filters(client, demo, lead, monkeypatch):
-    from annotate import views
+    from annotate.adjudication import views
 
     monkeypatch.setattr(views, "QUEUE_PAGE", 2)
     client = login(client, lead)
@@ -307,9 +307,9 @@ def test_only_the_lead_sees_the_queue(client, demo, request, who):
 
 def decide_everything(client, project, number):
     """Post 'a' for every field of the task still waiting for a decision."""
-    from annotate import selectors
+    from annotate.adjudication.selectors import adjudication_screen
 
-    screen = selectors.adjudication_screen(project, number)
+    screen = adjudication_screen(project, number)
     rows = [*(f for c in screen.claims for f in c.fields), *screen.answer_fields]
     data = {f"f-{row.key}": "a" for row in rows if row.source == PENDING}
     data.update(version=str(screen.version), rationale="A has it.")

@@ -13,12 +13,11 @@ import pytest
 from django.urls import reverse
 
 from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import DecisionInput, _check_decision_value, adjudicate
 from annotate.common.errors import ServiceError
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS
 from annotate.models import Answer, Decision
-from annotate.services import adjudicate
-from annotate.services.adjudication import DecisionInput, _check_decision_value
 from tests import api as shared
 from tests.annotate.test_gold_schema import SCHEMA
 from tests.api import API, token_client

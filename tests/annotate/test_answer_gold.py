@@ -13,6 +13,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from annotate.adjudication.services import DecisionInput, adjudicate
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import (
     ADJUDICATED,
@@ -26,7 +27,7 @@ from annotate.gold.pairs import (
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
+from annotate.services import add_member, open_labelling
 from tests.conftest import labelled_demo
 
 # --- The rule itself ---------------------------------------------------------------------

@@ -17,19 +17,18 @@ import pytest
 from django.db import connection
 from django.db.models import Count, Q
 
+from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
 from annotate.services import (
-    StillUndoable,
     add_member,
     next_task,
     open_labelling,
     reopen_task,
     save_answer_label,
     save_claim_label,
-    start_adjudication,
     submit_labels,
 )
 from tests.conftest import import_fixture

@@ -17,17 +17,16 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, ClaimLabel, Project
 from annotate.services import (
     IDLE_CAP_SECONDS,
     StaleDraft,
-    StillUndoable,
     open_labelling,
     reopen_task,
     save_answer_label,
     save_claim_label,
-    start_adjudication,
     submit_labels,
 )
 from tests.annotate.test_labelling import label_everything

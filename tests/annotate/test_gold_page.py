@@ -18,6 +18,7 @@ from django.db import connection
 from django.urls import reverse
 
 from annotate import report_cache
+from annotate.adjudication.services import DecisionInput, adjudicate
 from annotate.gold import summary
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import ItemPair, pairs_for_project
@@ -25,7 +26,7 @@ from annotate.gold.summary import label_states
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import DecisionInput, add_member, adjudicate, open_labelling
+from annotate.services import add_member, open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 STATES = ("agreed", "adjudicated", "pending", "imported")

@@ -148,10 +148,11 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
     """Issue #15: a reviewer's reopen racing the lead opening adjudication succeeded in 93 of
     100 tries: the lead read labels the reviewer then changed. Both now take the answer's row
     lock; the lead reads the labels only after the lock is taken."""
-    from annotate import selectors
+    from annotate.adjudication.selectors import adjudication_screen
+    from annotate.adjudication.services import start_adjudication
     from annotate.common.errors import ServiceError
     from annotate.models import AdjudicationLock
-    from annotate.services import reopen_task, start_adjudication
+    from annotate.services import reopen_task
 
     project, reviewers = crowded_project
     lead = get_user_model().objects.create(username="lead")
@@ -175,7 +176,7 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
         def lead_opens():
             if start_adjudication(answer=answer, lead=lead) is None:
                 return "not doubly labelled"
-            screen = selectors.adjudication_screen(project, answer.task_number)
+            screen = adjudication_screen(project, answer.task_number)
             return "read labels" if screen is not None else "nothing to read"
 
         reopened, read = run_at_once([reopen, lead_opens])
