@@ -1,13 +1,24 @@
 from django.urls import path
 
-from annotate import lead_views, views
-from annotate.access import project_creators_only
+from annotate import views
 from annotate.adjudication.views import adjudicate, adjudication_queue
 from annotate.common import docs_views
 from annotate.gold.views import gold_download, gold_page
+from annotate.imports.views import project_new, project_upload
+from annotate.members.views import members
+from annotate.projects.access import project_creators_only
+from annotate.projects.views import (
+    boundaries,
+    boundary_edit,
+    guidelines,
+    home,
+    label_schema,
+    open_project,
+    project_setup,
+)
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", home, name="home"),
     # the format docs, for signed-in users
     path("docs/<slug:name>/", docs_views.doc, name="doc"),
     path("docs/<str:filename>", docs_views.doc_file, name="doc_file"),
@@ -27,15 +38,15 @@ urlpatterns = [
     path("p/<slug:slug>/tasks/<int:number>/skip/", views.skip, name="skip"),
     path("p/<slug:slug>/tasks/<int:number>/reopen/", views.reopen, name="reopen"),
     # lead
-    path("projects/new/", project_creators_only(lead_views.project_new), name="project_new"),
-    path("p/<slug:slug>/setup/", lead_views.project_setup, name="project_setup"),
-    path("p/<slug:slug>/upload/", lead_views.project_upload, name="project_upload"),
-    path("p/<slug:slug>/members/", lead_views.members, name="members"),
-    path("p/<slug:slug>/guidelines/", lead_views.guidelines, name="guidelines"),
-    path("p/<slug:slug>/claims/", lead_views.boundaries, name="boundaries"),
-    path("p/<slug:slug>/claims/<int:answer_pk>/", lead_views.boundary_edit, name="boundary_edit"),
-    path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
-    path("p/<slug:slug>/schema/", lead_views.label_schema, name="label_schema"),
+    path("projects/new/", project_creators_only(project_new), name="project_new"),
+    path("p/<slug:slug>/setup/", project_setup, name="project_setup"),
+    path("p/<slug:slug>/upload/", project_upload, name="project_upload"),
+    path("p/<slug:slug>/members/", members, name="members"),
+    path("p/<slug:slug>/guidelines/", guidelines, name="guidelines"),
+    path("p/<slug:slug>/claims/", boundaries, name="boundaries"),
+    path("p/<slug:slug>/claims/<int:answer_pk>/", boundary_edit, name="boundary_edit"),
+    path("p/<slug:slug>/open/", open_project, name="open_labelling"),
+    path("p/<slug:slug>/schema/", label_schema, name="label_schema"),
     path("p/<slug:slug>/adjudicate/", adjudication_queue, name="adjudication_queue"),
     path("p/<slug:slug>/adjudicate/<int:number>/", adjudicate, name="adjudicate"),
     path("p/<slug:slug>/gold/", gold_page, name="gold"),

@@ -15,7 +15,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate import selectors, services, task_status
-from annotate.access import may_create_projects
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
@@ -50,18 +49,6 @@ def task_view(view=None, *, page: bool = True):
         return view(request, assignment.project, Role.REVIEWER, assignment, *args, **kwargs)
 
     return wrapper
-
-
-@login_required
-def home(request):
-    return render(
-        request,
-        "annotate/home.html",
-        {
-            "projects": selectors.projects_for(request.user),
-            "may_create_projects": may_create_projects(request.user),
-        },
-    )
 
 
 @project_view()

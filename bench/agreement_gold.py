@@ -171,7 +171,8 @@ def main() -> None:
 
     from annotate.imports.bundle_import import import_bundle
     from annotate.models import Project
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
     from evaluation.agreement_report import agreement_report
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -199,7 +199,8 @@ def main() -> None:
 
     from annotate.imports.bundle_import import import_bundle
     from annotate.models import Answer, Assignment, Role
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     started = time.perf_counter()
     project = import_bundle(lines=bundle_lines(), project_slug="bench").project

@@ -73,7 +73,8 @@ def build() -> dict:
 
     from annotate.imports.bundle_import import import_bundle
     from annotate.models import Answer, Assignment, Project
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
     figures = {}

@@ -282,7 +282,7 @@ CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_M
 # the Django admin, an UPDATE in SQL) moves no data version. Shown meanwhile.
 CLAIMDESK_REPORT_MAX_AGE_SECONDS = int(os.environ.get("CLAIMDESK_REPORT_MAX_AGE_SECONDS", "3600"))
 # Who may create projects: staff and users with the "Can add project" permission
-# (annotate.add_project), or every signed-in user when this is on (annotate.access).
+# (annotate.add_project), or every signed-in user when this is on (annotate.projects.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")
 
 # A task a reviewer took but did not touch for this long returns to the pool.

@@ -366,7 +366,8 @@ def _done_import(job: Job, progress: Progress, result: dict, project: Project) -
 
 
 def _bundle_import(job: Job, progress: Progress) -> None:
-    from annotate.imports.bundle_import import import_bundle, import_new_project
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.projects.creation import import_new_project
 
     p = job.params
     with Opened(job, progress) as lines, transaction.atomic():

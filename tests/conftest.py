@@ -83,7 +83,8 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
     reviewers (usernames) added first, then leads, labelling opened, labels imported.
     ``member`` goes to each reviewer's add_member (a password, say)."""
     from annotate.imports.label_import import import_labels
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     project = import_fixture("demo.jsonl", slug)
     for name in reviewers:
@@ -271,7 +272,7 @@ def shared_queue_start(monkeypatch):
 def may_create_projects(*users):
     """Give people the permission to create projects (staff and such users may; others get
     403): for tests that create projects through the page or the API."""
-    from annotate.services import allow_creating_projects
+    from annotate.projects.services import allow_creating_projects
 
     for user in users:
         allow_creating_projects(user=user)

@@ -19,8 +19,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
-from annotate.imports.bundle_import import SLUG_TAKEN
 from annotate.models import Membership
+from annotate.projects.creation import SLUG_TAKEN
 from annotate.services import allow_adding_anyone
 from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects

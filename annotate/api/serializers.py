@@ -11,7 +11,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework import serializers
 
 from annotate.gold.pairs import ADJUDICATED, AGREED, ANSWER_FIELDS, CLAIM_FIELDS, PENDING, UNION
-from annotate.imports.bundle_import import SLUG_ERRORS
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,
@@ -23,6 +22,7 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.projects.creation import SLUG_ERRORS
 from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
 from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
 from annotate.schema import SCALES, LabelSchema, SchemaInvalid

@@ -57,10 +57,12 @@ from annotate.gold.exports import gold_csv, gold_rows, gold_size
 from annotate.gold.selectors import pair_summary
 from annotate.imports import uploads
 from annotate.imports.bundle_export import bundle_rows
-from annotate.imports.bundle_import import check_new_slug
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.ragas_import import label_schema_problem
 from annotate.models import Assignment, Membership, Project, Role
+from annotate.projects.creation import check_new_slug
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.report_cache import reports_of
 from annotate.tokens import TokenAuthentication
 from config import errors
@@ -486,9 +488,7 @@ class LabelSchemaView(LeadView):
         serializer = s.LabelSchemaSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            project = services.set_label_schema(
-                project=self.project, schema=serializer.validated_data
-            )
+            project = set_label_schema(project=self.project, schema=serializer.validated_data)
         except ServiceError as exc:
             return refused(exc)
         membership = Membership(project=project, user=request.user, role=self.role)
@@ -504,7 +504,7 @@ class OpenLabelling(LeadView):
     )
     def post(self, request, slug):
         try:
-            project = services.open_labelling(project=self.project)
+            project = open_labelling(project=self.project)
         except ServiceError as exc:
             return refused(exc)
         membership = Membership(project=project, user=request.user, role=self.role)

@@ -28,7 +28,7 @@ from annotate.models import (
     RetrievedPassage,
     Variant,
 )
-from annotate.services.opening import queue_keys, renumber_for_late_answers
+from annotate.projects.opening import queue_keys, renumber_for_late_answers
 
 
 def write_import(

@@ -31,8 +31,8 @@ from annotate.models import (
     Project,
     Role,
 )
+from annotate.projects.opening import _SECRET_RANDOM
 from annotate.services.labelling import label_snapshot
-from annotate.services.opening import _SECRET_RANDOM
 
 # --- Label import ----------------------------------------------------------------------------
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field, fields
 from django.db import transaction
 
 from annotate.imports import ragas
-from annotate.imports.bundle_import import import_as_new_project, import_bundle
+from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundle_plan import ImportResult
 from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import Project
+from annotate.projects.creation import import_as_new_project
 from annotate.schema import LabelSchema
 
 

@@ -3,11 +3,8 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 One module per capability (the importers are in annotate.imports, adjudication in
 annotate.adjudication):
-- opening: locking claims and numbering tasks (open_labelling, spread_order)
 - members: roles in a project (add_member, add_project_member, import_members,
   change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
-- projects: a project's settings (update_guidelines, set_label_schema), and who may create
-  projects (allow_creating_projects)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - preferences: a person's own settings (set_preferences)
@@ -43,13 +40,7 @@ from annotate.services.members import (
     import_members,
     remove_member,
 )
-from annotate.services.opening import open_labelling, spread_order
 from annotate.services.preferences import set_preferences
-from annotate.services.projects import (
-    allow_creating_projects,
-    set_label_schema,
-    update_guidelines,
-)
 from annotate.services.queue import next_task, release_abandoned, release_task
 
 __all__ = [
@@ -64,7 +55,6 @@ __all__ = [
     "allow_adding_anyone",
     "adjudication_started",
     "can_reopen",
-    "allow_creating_projects",
     "change_member_role",
     "check_answer_label",
     "check_claim_label",
@@ -73,7 +63,6 @@ __all__ = [
     "import_members",
     "label_snapshot",
     "next_task",
-    "open_labelling",
     "release_abandoned",
     "release_task",
     "remove_member",
@@ -81,11 +70,8 @@ __all__ = [
     "save_answer_label",
     "save_claim_label",
     "screen_errors",
-    "set_label_schema",
     "set_preferences",
     "shown_passages",
-    "spread_order",
     "submit_labels",
-    "update_guidelines",
     "validate_submission",
 ]

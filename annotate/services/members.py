@@ -18,7 +18,6 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from annotate.access import may_add_anyone
 from annotate.common.errors import ServiceError
 from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import (
@@ -26,6 +25,7 @@ from annotate.models import (
     Project,
     Role,
 )
+from annotate.projects.access import may_add_anyone
 
 
 @transaction.atomic
@@ -78,7 +78,7 @@ NOT_YOURS = (
 
 
 def _out_of_reach(by, usernames: Iterable[str]) -> set[str]:
-    """The usernames ``by`` may not add (annotate.access): those in no project they lead,
+    """The usernames ``by`` may not add (annotate.projects.access): those in no project they lead,
     whether the account exists or not; none for those who may add anyone."""
     usernames = set(usernames)
     if may_add_anyone(by):
@@ -92,7 +92,7 @@ def _out_of_reach(by, usernames: Iterable[str]) -> set[str]:
 @transaction.atomic
 def allow_adding_anyone(*, user) -> None:
     """Give ``user`` the permission to add any account to the projects they lead, creating it
-    when needed (annotate.access.ADD_ANYONE)."""
+    when needed (annotate.projects.access.ADD_ANYONE)."""
     permission = Permission.objects.get(
         content_type__app_label="annotate", codename="add_membership"
     )
@@ -112,7 +112,7 @@ def add_project_member(
 ) -> Membership:
     """services.add_member for the members page and the API, with three extra rules: ``by``
     (the lead adding) adds only people already in a project they lead, unless they may add
-    anyone (annotate.access: NOT_YOURS otherwise, whether the account exists or not); a
+    anyone (annotate.projects.access: NOT_YOURS otherwise, whether the account exists or not); a
     password is set only on a new account (a lead must not be able to take over someone's
     existing login); and the project keeps at least one lead.
 

@@ -27,7 +27,8 @@ from annotate.gold.pairs import (
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from tests.conftest import labelled_demo
 
 # --- The rule itself ---------------------------------------------------------------------

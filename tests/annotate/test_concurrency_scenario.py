@@ -22,10 +22,10 @@ from annotate.common.errors import ServiceError
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
+from annotate.projects.opening import open_labelling
 from annotate.services import (
     add_member,
     next_task,
-    open_labelling,
     reopen_task,
     save_answer_label,
     save_claim_label,

@@ -20,10 +20,10 @@ from django.utils import timezone
 from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, ClaimLabel, Project
+from annotate.projects.opening import open_labelling
 from annotate.services import (
     IDLE_CAP_SECONDS,
     StaleDraft,
-    open_labelling,
     reopen_task,
     save_answer_label,
     save_claim_label,

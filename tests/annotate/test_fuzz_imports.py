@@ -44,7 +44,8 @@ from annotate.models import (
     RetrievedPassage,
     Variant,
 )
-from annotate.services import add_member, next_task, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member, next_task
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
     check_refusal,

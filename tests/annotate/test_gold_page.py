@@ -26,7 +26,8 @@ from annotate.gold.summary import label_states
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer, Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 STATES = ("agreed", "adjudicated", "pending", "imported")

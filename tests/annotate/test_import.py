@@ -435,7 +435,7 @@ def test_label_schema_comes_from_the_header_and_round_trips():
 
 @pytest.mark.django_db
 def test_label_schema_may_change_in_draft_and_is_locked_once_labelling_opens():
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     project = import_bundle(lines=SMALL, project_slug="t").project
     binary = lines_of(edit={1: {"label_schema": BINARY_SCHEMA}})

@@ -117,7 +117,8 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
 ):
     from annotate.common.errors import ServiceError
     from annotate.models import Assignment
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")
@@ -151,7 +152,8 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
 
 def test_an_import_refuses_when_labelling_opened_while_it_was_read(reviewer_a):
     from annotate.common.errors import ServiceError
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")

@@ -79,7 +79,8 @@ def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled
 
 
 def _opened_demo(slug: str):
-    from annotate.services import add_member, open_labelling
+    from annotate.projects.opening import open_labelling
+    from annotate.services import add_member
 
     project = import_fixture("demo.jsonl", slug)
     for name in ("alice", "bob"):

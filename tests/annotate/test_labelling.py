@@ -18,10 +18,10 @@ from django.utils import timezone
 from annotate.common import bulk
 from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
+from annotate.projects.opening import open_labelling
 from annotate.selectors import CASE_FIELDS_NOT_SHOWN
 from annotate.services import (
     next_task,
-    open_labelling,
     release_task,
     save_answer_label,
     save_claim_label,
@@ -208,7 +208,7 @@ def test_spread_order_keeps_each_group_apart_whenever_that_is_possible():
     from collections import Counter
     from random import Random
 
-    from annotate.services import spread_order
+    from annotate.projects.opening import spread_order
 
     for seed in range(500):
         rng = Random(seed)

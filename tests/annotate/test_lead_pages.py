@@ -26,7 +26,8 @@ from annotate.models import (
     Project,
     Role,
 )
-from annotate.services import add_member, allow_adding_anyone, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member, allow_adding_anyone
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, may_create_projects
 
 SMALL = (FIXTURES / "small.jsonl").read_bytes()
@@ -791,7 +792,7 @@ def test_pages_before_any_double_labelling_say_so_instead_of_empty_numbers(
 
 
 def test_the_lead_sets_the_label_schema_in_draft_and_sees_it_locked_once_open(client, team, lead):
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     client.login(username=lead.username, password=PASSWORD)
     url = reverse("label_schema", kwargs={"slug": team.slug})

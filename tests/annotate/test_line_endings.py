@@ -13,7 +13,8 @@ from django.core.management import call_command
 
 from annotate.imports.lines import JsonLines, line_ends
 from annotate.models import Assignment, LabelRevision
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from jobs import services as jobs
 from jobs.models import Job
 from tests.conftest import FIXTURES, import_fixture

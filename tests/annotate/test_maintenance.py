@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from annotate.imports.bundle_import import import_bundle
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from evaluation.judges import import_judge_run
 from tests.conftest import FIXTURES
 

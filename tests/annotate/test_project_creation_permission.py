@@ -12,8 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.access import may_create_projects as may
 from annotate.models import Membership, Project, Role
+from annotate.projects.access import may_create_projects as may
 from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 

@@ -26,7 +26,7 @@ from annotate.models import (
     Role,
     Variant,
 )
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests.annotate.test_labelling import label_everything
 from tests.conftest import PASSWORD
 

@@ -12,7 +12,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotate.models import Assignment
-from annotate.services import add_member, next_task, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member, next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -12,12 +12,14 @@ from django.utils import timezone
 
 from annotate import report_cache
 from annotate.adjudication.queue import adjudication_queue
-from annotate.boundaries import adjust_span, edit_citations, split_claim
 from annotate.gold.summary import label_states
 from annotate.imports.bundle_import import import_bundle
 from annotate.models import Assignment, Claim, Passage, Project, Role
+from annotate.projects.boundaries import adjust_span, edit_citations, split_claim
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import add_member, open_labelling, reopen_task, set_label_schema
+from annotate.services import add_member, reopen_task
 from tests.conftest import (
     FIXTURES,
     PASSWORD,

@@ -18,7 +18,8 @@ from rest_framework.test import APIClient
 
 from annotate.adjudication.queue import adjudication_queue
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
-from annotate.services import allow_adding_anyone, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import allow_adding_anyone
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from jobs.models import Job
@@ -669,7 +670,7 @@ def test_the_docs_assets_are_among_the_static_files():
 def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api(
     team, lead, reviewer_a, shared_queue_start
 ):
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     url = f"{API}/projects/small/label-schema/"
     assert (

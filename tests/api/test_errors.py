@@ -62,9 +62,9 @@ def test_a_request_django_refuses_under_api_is_a_json_400(db):
 
 
 def test_pages_keep_their_html_500(db, lead, monkeypatch):
-    from annotate import views
+    from annotate.projects import views
 
-    monkeypatch.setattr(views.selectors, "projects_for", boom)
+    monkeypatch.setattr(views, "projects_for", boom)
     client = Client(raise_request_exception=False)
     client.force_login(lead)
     response = client.get("/")

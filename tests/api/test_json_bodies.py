@@ -9,7 +9,7 @@ import pytest
 
 from annotate.adjudication.queue import adjudication_queue
 from annotate.models import ClaimLabel, Decision, Membership
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests import api as shared
 from tests.api import API, token_client
 

@@ -17,10 +17,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
 from annotate.models import Answer
+from annotate.projects.opening import open_labelling
 from annotate.services import (
     allow_adding_anyone,
     next_task,
-    open_labelling,
     release_task,
     save_answer_label,
     save_claim_label,

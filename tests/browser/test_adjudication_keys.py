@@ -11,7 +11,8 @@ from playwright.sync_api import expect
 from annotate.adjudication.queue import adjudication_queue
 from annotate.imports.label_import import import_labels
 from annotate.models import Decision
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

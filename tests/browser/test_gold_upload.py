@@ -7,7 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.models import GoldImport
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from tests.conftest import FIXTURES, import_fixture, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

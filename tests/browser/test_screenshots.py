@@ -11,7 +11,8 @@ from playwright.sync_api import expect
 
 from annotate.imports.label_import import import_labels
 from annotate.models import Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot

@@ -18,7 +18,8 @@ import pytest
 
 from annotate.imports.label_import import import_labels
 from annotate.models import Passage, Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from evaluation.metrics import (
     NDCG_GAIN,
     claim_faithfulness,

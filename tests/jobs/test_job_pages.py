@@ -12,7 +12,8 @@ from django.test import Client
 from django.utils import timezone
 
 from annotate.models import Assignment
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.services import add_member
 from jobs import services
 from jobs.models import Job
 from tests.api import API, token_client

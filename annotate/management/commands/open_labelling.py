@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.common.errors import ServiceError
 from annotate.models import Project
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 
 
 class Command(BaseCommand):

@@ -46,7 +46,8 @@ def set_label_schema(*, project: Project, schema: LabelSchema) -> Project:
 
 @transaction.atomic
 def allow_creating_projects(*, user) -> None:
-    """Give ``user`` the permission to create projects (annotate.access.CREATE_PROJECTS)."""
+    """Give ``user`` the permission to create projects
+    (annotate.projects.access.CREATE_PROJECTS)."""
     permission = Permission.objects.get(content_type__app_label="annotate", codename="add_project")
     user.user_permissions.add(permission)
     # Django caches a user's permissions on the instance: drop the stale cache.
