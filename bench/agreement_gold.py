@@ -170,9 +170,9 @@ def main() -> None:
     from django.db import transaction
 
     from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Project
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
     from evaluation.agreement_report import agreement_report
 
     with tempfile.TemporaryDirectory() as tmp:

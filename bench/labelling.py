@@ -198,9 +198,9 @@ def main() -> None:
     from django.urls import reverse
 
     from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Answer, Assignment, Role
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     started = time.perf_counter()
     project = import_bundle(lines=bundle_lines(), project_slug="bench").project

@@ -72,9 +72,9 @@ def build() -> dict:
     from django.db import connection, transaction
 
     from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Answer, Assignment, Project
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
     figures = {}

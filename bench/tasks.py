@@ -65,9 +65,9 @@ def main() -> None:
     from django_tasks_db.models import DBTaskResult
 
     from annotate.gold.exports import gold_size
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
     from annotate.projects.services import allow_creating_projects
-    from annotate.services import add_member
     from jobs import reports, services
     from jobs.models import Job, StoredReport
 

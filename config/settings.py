@@ -141,7 +141,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     # Validates nothing: its password_changed hook revokes the person's API tokens.
-    {"NAME": "annotate.tokens.RevokeTokensOnPasswordChange"},
+    {"NAME": "annotate.members.tokens.RevokeTokensOnPasswordChange"},
 ]
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username+address before any password is checked.
@@ -156,7 +156,7 @@ AXES_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLAIMDESK_LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "annotate.account_views.locked_out"
+AXES_LOCKOUT_CALLABLE = "annotate.members.account_views.locked_out"
 # Behind reverse proxies, how many of them append to X-Forwarded-For: the client's address is
 # then read from that header (config/proxies.py). 0, the default, ignores the header.
 CLAIMDESK_PROXY_COUNT = int(os.environ.get("CLAIMDESK_PROXY_COUNT", "0"))
@@ -193,7 +193,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.tokens.TokenAuthentication",
+        "annotate.members.tokens.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -203,7 +203,7 @@ REST_FRAMEWORK = {
 # API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
 # valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
 # An address that sends this many wrong API tokens within the window gets 429 for every token
-# until the window ends (annotate.tokens.TokenAuthentication; counted per server process).
+# until the window ends (annotate.members.tokens.TokenAuthentication; counted per server process).
 CLAIMDESK_TOKEN_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_TOKEN_FAILURE_LIMIT", "20"))
 CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = int(
     os.environ.get("CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS", "60")

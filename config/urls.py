@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from annotate import account_views, token_views
+from annotate.members import account_views, token_views
 from config.lazy import lazy
 
 urlpatterns = [

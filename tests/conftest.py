@@ -83,8 +83,8 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
     reviewers (usernames) added first, then leads, labelling opened, labels imported.
     ``member`` goes to each reviewer's add_member (a password, say)."""
     from annotate.imports.label_import import import_labels
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     project = import_fixture("demo.jsonl", slug)
     for name in reviewers:
@@ -169,7 +169,7 @@ def outsider(db):
 @pytest.fixture
 def team(small_project, reviewer_a, reviewer_b, lead, outsider):
     """The small project with its people: two reviewers and a lead; the outsider has no role."""
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     add_member(project=small_project, username=reviewer_a.username, role=Role.REVIEWER)
     add_member(project=small_project, username=reviewer_b.username, role=Role.REVIEWER)
@@ -328,7 +328,7 @@ def gold_for_every_answer(project: Project, *, note: str = "") -> list[bytes]:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """Django's cache holds the wrong-token counts (annotate.tokens): each test starts with
+    """Django's cache holds the wrong-token counts (annotate.members.tokens): each test starts with
     none, so that one test's 401s never pause another's requests."""
     from django.core.cache import cache
 

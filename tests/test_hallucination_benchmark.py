@@ -19,9 +19,9 @@ from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import pairs_for_project
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.agreement_report import agreement_report
 from evaluation.judge_reports import calibration_report
 from evaluation.judges import import_judge_run

@@ -59,12 +59,18 @@ from annotate.imports import uploads
 from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.ragas_import import label_schema_problem
+from annotate.members.services import (
+    MemberError,
+    add_project_member,
+    change_member_role,
+    remove_member,
+)
+from annotate.members.tokens import TokenAuthentication
 from annotate.models import Assignment, Membership, Project, Role
 from annotate.projects.creation import check_new_slug
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.report_cache import reports_of
-from annotate.tokens import TokenAuthentication
 from config import errors
 from jobs import services as jobs
 from jobs.models import Job
@@ -674,14 +680,14 @@ class MemberList(ListView, LeadView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
-            membership = services.add_project_member(
+            membership = add_project_member(
                 project=self.project,
                 username=data["username"],
                 role=data["role"],
                 by=request.user,
                 password=data.get("password") or None,
             )
-        except services.MemberError as exc:
+        except MemberError as exc:
             raise ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
         except ServiceError as exc:
             raise ValidationError({"non_field_errors": [str(exc)]}) from exc
@@ -716,7 +722,7 @@ class MemberDetail(LeadView):
         if "role" not in serializer.validated_data:  # a PATCH that changes nothing
             return Response(s.MemberSerializer(membership).data)
         try:
-            membership = services.change_member_role(
+            membership = change_member_role(
                 membership=membership, role=serializer.validated_data["role"]
             )
         except ServiceError as exc:
@@ -730,7 +736,7 @@ class MemberDetail(LeadView):
     )
     def delete(self, request, slug, username):
         try:
-            services.remove_member(membership=self.membership(username))
+            remove_member(membership=self.membership(username))
         except ServiceError as exc:
             return refused(exc)
         return Response(status=status.HTTP_204_NO_CONTENT)

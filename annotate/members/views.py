@@ -8,12 +8,19 @@ from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from annotate import services
 from annotate.common.errors import ServiceError
 from annotate.common.pages import go, render_page
 from annotate.common.roles import project_view
 from annotate.imports.lines import BundleInvalid
 from annotate.members.forms import AddMemberForm, ImportMembersForm, MemberForm
+from annotate.members.services import (
+    ADDED_MEMBER,
+    MemberError,
+    add_project_member,
+    change_member_role,
+    import_members,
+    remove_member,
+)
 from annotate.models import Membership, Role
 from annotate.projects.access import may_add_anyone
 
@@ -33,21 +40,21 @@ def members(request, project, role):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            services.add_project_member(
+            add_project_member(
                 project=project,
                 username=data["username"],
                 role=data["role"],
                 by=request.user,
                 password=data["password"] or None,
             )
-        except services.MemberError as exc:
+        except MemberError as exc:
             form.add_error(exc.field, str(exc))
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(
                 request,
-                services.ADDED_MEMBER.format(username=data["username"], role=data["role"]),
+                ADDED_MEMBER.format(username=data["username"], role=data["role"]),
             )
             return _after_member_change(request, project, role)
     return _members_page(request, project, role, form, status=400)
@@ -58,7 +65,7 @@ def _import_members(request, project, role):
     bundle_errors: BundleInvalid | None = None
     if form.is_valid():
         try:
-            result = services.import_members(
+            result = import_members(
                 lines=form.cleaned_data["file"], project=project, by=request.user
             )
         except BundleInvalid as exc:
@@ -119,11 +126,11 @@ def _change_member(request, project, role, action: str):
     name = membership.user.get_username()
     try:
         if action == "remove":
-            services.remove_member(membership=membership)
+            remove_member(membership=membership)
             messages.success(request, f"{name} was removed from the project.")
         else:
             new_role = form.cleaned_data["role"]
-            services.change_member_role(membership=membership, role=new_role)
+            change_member_role(membership=membership, role=new_role)
             messages.success(request, f"{name} is now a {new_role}.")
     except ServiceError as exc:
         messages.error(request, str(exc))

@@ -14,12 +14,12 @@ from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundle_plan import (
     ImportResult,
 )
+from annotate.members.services import add_member
 from annotate.models import (
     Project,
     Role,
 )
 from annotate.projects.access import may_create_projects
-from annotate.services.members import add_member
 
 # Project slugs are one namespace for the whole site, so creating a project must refuse a slug
 # in use, whoever uses it. The refusal is the one a malformed or too long slug gets (the forms

@@ -3,8 +3,6 @@ its rule is enforced: the pages, the API and the management commands all call th
 
 One module per capability (the importers are in annotate.imports, adjudication in
 annotate.adjudication):
-- members: roles in a project (add_member, add_project_member, import_members,
-  change_member_role, remove_member), and who may add anyone (allow_adding_anyone)
 - queue: the next task, skipping (next_task, release_task, release_abandoned)
 - labelling: drafts, validation, submission, reopening (save_claim_label, submit_labels …)
 - preferences: a person's own settings (set_preferences)
@@ -29,43 +27,23 @@ from annotate.services.labelling import (
     submit_labels,
     validate_submission,
 )
-from annotate.services.members import (
-    ADDED_MEMBER,
-    MemberError,
-    MembersImportResult,
-    add_member,
-    add_project_member,
-    allow_adding_anyone,
-    change_member_role,
-    import_members,
-    remove_member,
-)
 from annotate.services.preferences import set_preferences
 from annotate.services.queue import next_task, release_abandoned, release_task
 
 __all__ = [
-    "ADDED_MEMBER",
     "IDLE_CAP_SECONDS",
     "LabelErrors",
     "StaleDraft",
-    "MemberError",
-    "MembersImportResult",
-    "add_member",
-    "add_project_member",
-    "allow_adding_anyone",
     "adjudication_started",
     "can_reopen",
-    "change_member_role",
     "check_answer_label",
     "check_claim_label",
     "check_row_label",
     "default_citation_verdicts",
-    "import_members",
     "label_snapshot",
     "next_task",
     "release_abandoned",
     "release_task",
-    "remove_member",
     "reopen_task",
     "save_answer_label",
     "save_claim_label",

@@ -18,9 +18,10 @@ from django.urls import NoReverseMatch, reverse
 
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member, next_task, save_claim_label
+from annotate.services import next_task, save_claim_label
 from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
@@ -323,8 +324,9 @@ def test_imported_labels_keep_no_trace_of_the_files_order(client, demo, reviewer
 def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
     """Issue #15: every reviewer got the tasks in the same order. Now each starts at an
     offset keyed with the server's secret; the project's spread holds within each walk."""
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member, next_task
+    from annotate.services import next_task
     from annotate.services.queue import reviewer_offset
 
     project = import_fixture("demo.jsonl", "walk")
@@ -343,8 +345,9 @@ def test_answers_imported_after_opening_are_spread_through_the_queue_not_appende
     """Issue #15: answers imported after labelling opened got a block of their own (tasks
     21-30, all one variant), served last and back to back."""
     from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member, next_task
+    from annotate.services import next_task
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
     late_variant = [r for r in rows if r.get("type") == "answer" and r["variant"] == "verifier"]

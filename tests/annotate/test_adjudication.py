@@ -25,8 +25,9 @@ from annotate.common.errors import ServiceError
 from annotate.common.jsonl import jsonl
 from annotate.gold.exports import GOLD_CSV_COLUMNS, gold_rows
 from annotate.gold.pairs import ADJUDICATED, AGREED, PENDING, pairs_for_project
+from annotate.members.services import add_member
 from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
-from annotate.services import add_member, reopen_task, submit_labels
+from annotate.services import reopen_task, submit_labels
 from tests.conftest import PASSWORD, decide_support, labelled_demo
 
 
@@ -420,8 +421,8 @@ def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead)
     """Issue #15: a label import during live labelling left answers with three label sets and
     gold silently dropped the third. With an overlap of 3 that is the design: gold reads the
     first two, and says how many there are."""
+    from annotate.members.services import add_member
     from annotate.models import Assignment, Role
-    from annotate.services import add_member
 
     third = add_member(project=demo, username="carol3", role=Role.REVIEWER).user
     answer = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline")

@@ -26,9 +26,9 @@ from annotate.gold.pairs import (
 )
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.conftest import labelled_demo
 
 # --- The rule itself ---------------------------------------------------------------------

@@ -12,10 +12,10 @@ from django.urls import reverse
 from scipy.stats import ks_2samp
 from sklearn.metrics import roc_curve
 
+from annotate.members.services import add_member
 from annotate.models import Role
 from annotate.projects.blinding import FEATURES, ks_statistic, separability, visible_differences
 from annotate.projects.selectors import blinding_check
-from annotate.services import add_member
 from tests.conftest import PASSWORD, import_fixture
 
 

@@ -21,10 +21,10 @@ from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
 from annotate.projects.opening import open_labelling
 from annotate.services import (
-    add_member,
     next_task,
     reopen_task,
     save_answer_label,

@@ -28,6 +28,7 @@ from annotate.imports.bundles import (
 )
 from annotate.imports.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS, import_labels
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import (
     Answer,
     AnswerCorrection,
@@ -45,7 +46,7 @@ from annotate.models import (
     Variant,
 )
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member, next_task
+from annotate.services import next_task
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
     check_refusal,

@@ -18,9 +18,9 @@ from django.test.utils import CaptureQueriesContext
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import GoldImport, ImportedClaimGold, ImportedGold
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 pytestmark = pytest.mark.django_db

@@ -25,9 +25,9 @@ from annotate.gold.pairs import ItemPair, pairs_for_project
 from annotate.gold.summary import label_states
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 STATES = ("agreed", "adjudicated", "pending", "imported")

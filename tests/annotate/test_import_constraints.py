@@ -116,9 +116,9 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
     reviewer_a, monkeypatch
 ):
     from annotate.common.errors import ServiceError
+    from annotate.members.services import add_member
     from annotate.models import Assignment
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")
@@ -152,8 +152,8 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
 
 def test_an_import_refuses_when_labelling_opened_while_it_was_read(reviewer_a):
     from annotate.common.errors import ServiceError
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")

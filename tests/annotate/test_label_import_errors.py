@@ -11,9 +11,9 @@ import pytest
 
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.conftest import FIXTURES, import_fixture
 
 pytestmark = pytest.mark.django_db

@@ -79,8 +79,8 @@ def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled
 
 
 def _opened_demo(slug: str):
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
 
     project = import_fixture("demo.jsonl", slug)
     for name in ("alice", "bob"):
@@ -181,7 +181,7 @@ def test_a_file_in_reviewer_order_is_checked_across_its_chunks(monkeypatch):
     still counted across the chunks: a line naming an answer again, or a third reviewer on
     an answer the file already gives two, is refused by line."""
     from annotate.imports import label_import
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     monkeypatch.setattr(label_import, "LINE_CHUNK", 7)
     lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()

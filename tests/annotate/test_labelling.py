@@ -77,7 +77,7 @@ def test_next_task_resumes_the_task_in_progress(open_team, reviewer_a):
 
 @pytest.mark.django_db
 def test_an_answer_never_gets_more_reviewers_than_the_overlap(open_team, reviewer_a, reviewer_b):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     third = add_member(project=open_team, username="carl", role="reviewer").user
     open_team.overlap = 2
@@ -566,7 +566,7 @@ def test_progress_counts_what_the_queue_will_really_give_and_reaches_its_end(
 
 
 def add_member_for(project, username):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     return add_member(project=project, username=username, role="reviewer").user
 

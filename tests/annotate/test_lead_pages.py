@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotate import report_cache
+from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import (
     Answer,
     Assignment,
@@ -27,7 +28,6 @@ from annotate.models import (
     Role,
 )
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member, allow_adding_anyone
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, may_create_projects
 
 SMALL = (FIXTURES / "small.jsonl").read_bytes()

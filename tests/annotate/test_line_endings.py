@@ -12,9 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from annotate.imports.lines import JsonLines, line_ends
+from annotate.members.services import add_member
 from annotate.models import Assignment, LabelRevision
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from jobs import services as jobs
 from jobs.models import Job
 from tests.conftest import FIXTURES, import_fixture

@@ -11,9 +11,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotate.members.services import add_member
 from annotate.models import Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member, next_task
+from annotate.services import next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

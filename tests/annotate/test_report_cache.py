@@ -14,12 +14,13 @@ from annotate import report_cache
 from annotate.adjudication.queue import adjudication_queue
 from annotate.gold.summary import label_states
 from annotate.imports.bundle_import import import_bundle
+from annotate.members.services import add_member
 from annotate.models import Assignment, Claim, Passage, Project, Role
 from annotate.projects.boundaries import adjust_span, edit_citations, split_claim
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import add_member, reopen_task
+from annotate.services import reopen_task
 from tests.conftest import (
     FIXTURES,
     PASSWORD,

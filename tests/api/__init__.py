@@ -47,8 +47,8 @@ def build_demo(reviewers, lead):
     agreement, adjudication, gold and calibration all have something to show. The reviewers
     must be named alice and bob (the label file names them)."""
     from annotate.imports.label_import import import_labels
+    from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import add_member
     from evaluation.judges import import_judge_run
     from tests.conftest import FIXTURES, import_fixture
 

@@ -17,9 +17,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from annotate.adjudication.queue import adjudication_queue
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import allow_adding_anyone
 from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
 from jobs.models import Job
@@ -557,7 +557,7 @@ def test_labels_import_through_the_api_is_all_or_nothing(team, lead):
 def test_member_and_project_lists_cost_a_fixed_number_of_queries(
     team, lead, reviewer_a, extra_members, django_assert_num_queries
 ):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     for i in range(extra_members):
         add_member(project=team, username=f"extra{i}", role="reviewer")

@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from tests.browser.test_reviewer_flow import sign_in
 from tests.conftest import import_fixture
 

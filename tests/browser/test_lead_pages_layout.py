@@ -10,9 +10,9 @@ from playwright.sync_api import expect
 
 from annotate.adjudication.queue import adjudication_queue
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.judges import import_judge_run
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 

@@ -8,11 +8,11 @@ import json
 
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import add_member
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
 

@@ -25,9 +25,9 @@ from django.urls import reverse
 
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from annotate.templatetags.claimdesk import p_value
 from evaluation.judges import import_judge_run
 from tests.api import API, token_client

@@ -21,9 +21,9 @@ from annotate.gold.pairs import pairs_for_project
 from annotate.gold.splits import judge_split
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Claim, Decision, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
 from evaluation.judge_reports import (

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.agreement_report import agreement_report
 from tests.api import API, token_client
 from tests.conftest import FIXTURES, PASSWORD, import_fixture

@@ -16,8 +16,8 @@ from django.urls import reverse
 from annotate.gold.splits import judge_split
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.agreement_report import agreement_report
 from evaluation.judge_reports import calibration_report, few_shot_examples
 from evaluation.judges import import_judge_run

@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import Claim, Role
-from annotate.services import add_member
 from evaluation.judges import (
     import_judge_run,
     parse_judge_run,

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Passage, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from evaluation.metrics import (
     NDCG_GAIN,
     claim_faithfulness,

@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from annotate.members.services import add_member
 from annotate.models import Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import add_member
 from jobs import services
 from jobs.models import Job
 from tests.api import API, token_client

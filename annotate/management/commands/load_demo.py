@@ -10,10 +10,10 @@ from django.db import transaction
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import allow_creating_projects
-from annotate.services import add_member, allow_adding_anyone
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 SLUG = "demo"

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotate import tokens as token_service
+from annotate.members import tokens as token_service
 
 
 @login_required

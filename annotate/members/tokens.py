@@ -124,7 +124,7 @@ class TokenScheme(KnoxTokenScheme):
     """The OpenAPI schema's security scheme for it: knox's own (drf-spectacular registers an
     extension by the class it names, not by its subclasses)."""
 
-    target_class = "annotate.tokens.TokenAuthentication"
+    target_class = "annotate.members.tokens.TokenAuthentication"
 
 
 def _count_failure(key: str, wait: int) -> None:
