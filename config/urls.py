@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from annotate.members import account_views, token_views
+from annotate.labelling.views import preferences
+from annotate.members import token_views
 from config.lazy import lazy
 
 urlpatterns = [
@@ -15,7 +16,7 @@ urlpatterns = [
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
     path("account/token/", token_views.tokens, name="api_token"),
-    path("account/preferences/", account_views.preferences, name="preferences"),
+    path("account/preferences/", preferences, name="preferences"),
     path("", include("jobs.urls")),
     path("", include("config.api_urls")),
     path("", include("annotate.urls")),

@@ -263,8 +263,8 @@ def screenshot(page, name: str) -> Path:
 def shared_queue_start(monkeypatch):
     """Every reviewer walks the queue from the same point (its start), as if offsets were all
     0: for tests that need to know which answer the next reviewer gets. The product gives each
-    reviewer a secret starting point of their own (annotate.services.queue.reviewer_offset)."""
-    from annotate.services import queue
+    reviewer a secret starting point of their own (annotate.queue.services.reviewer_offset)."""
+    from annotate.queue import services as queue
 
     monkeypatch.setattr(queue, "reviewer_offset", lambda project, reviewer: 0.0)
 

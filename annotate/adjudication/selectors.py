@@ -21,6 +21,7 @@ from annotate.gold.pairs import (
     claim_fields,
     pairs_for_project,
 )
+from annotate.labelling.selectors import ClaimRow, PassageRow, Segment, segments
 from annotate.models import (
     Abstention,
     AdjudicationLock,
@@ -34,7 +35,6 @@ from annotate.models import (
     Severity,
     Support,
 )
-from annotate.selectors import ClaimRow, PassageRow, Segment, segments
 
 FIELD_CHOICES = {
     "support": [c.value for c in Support],

@@ -15,6 +15,7 @@ from annotate.common import safe_json
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
 from annotate.imports.records import quote_occurs
+from annotate.labelling.services import shown_passages
 from annotate.models import (
     FAILURE_LABELS,
     RELEVANCE_RUBRIC,
@@ -30,7 +31,6 @@ from annotate.models import (
     Severity,
     Support,
 )
-from annotate.services.labelling import shown_passages
 
 # --- Adjudication ------------------------------------------------------------------------------
 

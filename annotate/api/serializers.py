@@ -429,7 +429,7 @@ class TaskSerializer(serializers.Serializer):
         return ProgressSerializer(screen.progress).data
 
     def get_missing(self, screen) -> dict[str, list[str]]:
-        from annotate.services import screen_errors
+        from annotate.labelling.services import screen_errors
 
         return field_paths(screen_errors(screen, complete=True).fields)
 

@@ -43,7 +43,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView as DRFAPIView
 from rest_framework.views import exception_handler, set_rollback
 
-from annotate import selectors, services
 from annotate.adjudication import services as adjudication_services
 from annotate.adjudication.queue import adjudication_queue
 from annotate.adjudication.selectors import adjudication_screen, answer_by_task_number
@@ -59,6 +58,14 @@ from annotate.imports import uploads
 from annotate.imports.bundle_export import bundle_rows
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.ragas_import import label_schema_problem
+from annotate.labelling import selectors
+from annotate.labelling.services import (
+    StaleDraft,
+    reopen_task,
+    save_answer_label,
+    save_claim_label,
+    submit_labels,
+)
 from annotate.members.services import (
     MemberError,
     add_project_member,
@@ -70,6 +77,7 @@ from annotate.models import Assignment, Membership, Project, Role
 from annotate.projects.creation import check_new_slug
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
+from annotate.queue.services import next_task, release_task
 from annotate.report_cache import reports_of
 from config import errors
 from jobs import services as jobs
@@ -774,7 +782,7 @@ class NextTask(TaskView):
     )
     def post(self, request, slug):
         try:
-            assignment = services.next_task(project=self.project, reviewer=request.user)
+            assignment = next_task(project=self.project, reviewer=request.user)
         except ServiceError as exc:
             return refused(exc)
         if assignment is None:
@@ -858,7 +866,7 @@ class ClaimDraft(TaskView):
         version = data.pop("version", None)
         schema = assignment.project.schema
         try:
-            label, errors = services.save_claim_label(
+            label, errors = save_claim_label(
                 assignment=assignment,
                 claim=row.claim,
                 data=data,
@@ -867,7 +875,7 @@ class ClaimDraft(TaskView):
                 version=version,
                 stored=row.label,
             )
-        except services.StaleDraft as exc:
+        except StaleDraft as exc:
             current = s.ClaimLabelSerializer(exc.current, context={"schema": schema}).data
             return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
         except ServiceError as exc:
@@ -907,10 +915,10 @@ class AnswerDraft(TaskView):
         data = dict(serializer.validated_data)
         version = data.pop("version", None)
         try:
-            assignment, errors = services.save_answer_label(
+            assignment, errors = save_answer_label(
                 assignment=assignment, data=data, version=version
             )
-        except services.StaleDraft as exc:
+        except StaleDraft as exc:
             current = s.AnswerLabelSerializer(exc.current, context={"schema": schema}).data
             return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
         except ServiceError as exc:
@@ -936,7 +944,7 @@ class Submit(TaskView):
     def post(self, request, slug, number):
         assignment = self.assignment(number)
         try:
-            errors = services.submit_labels(assignment=assignment, source="api")
+            errors = submit_labels(assignment=assignment, source="api")
         except ServiceError as exc:
             return refused(exc)
         if errors:
@@ -957,7 +965,7 @@ class Skip(TaskView):
         serializer = s.SkipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            services.release_task(assignment=assignment, reason=serializer.validated_data["reason"])
+            release_task(assignment=assignment, reason=serializer.validated_data["reason"])
         except ServiceError as exc:
             return refused(exc)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -973,7 +981,7 @@ class Reopen(TaskView):
     )
     def post(self, request, slug, number):
         try:
-            assignment = services.reopen_task(assignment=self.assignment(number))
+            assignment = reopen_task(assignment=self.assignment(number))
         except ServiceError as exc:
             return refused(exc)
         return self.task(assignment)

@@ -33,6 +33,7 @@ from annotate.imports.label_lines import (
     unknown_fields,
 )
 from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
+from annotate.labelling.services import label_snapshot
 from annotate.models import (
     Assignment,
     Claim,
@@ -43,7 +44,6 @@ from annotate.models import (
     Project,
 )
 from annotate.schema import LabelSchema
-from annotate.services.labelling import label_snapshot
 
 GOLD_FIELDS = {"answer_id", "claims", *ANSWER_LABEL_FIELDS}
 SOURCE_MAX = GoldImport._meta.get_field("source").max_length

@@ -23,6 +23,7 @@ from annotate.imports.label_lines import (
     unknown_fields,
 )
 from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
+from annotate.labelling.services import label_snapshot
 from annotate.models import (
     Answer,
     Assignment,
@@ -32,7 +33,6 @@ from annotate.models import (
     Role,
 )
 from annotate.projects.opening import _SECRET_RANDOM
-from annotate.services.labelling import label_snapshot
 
 # --- Label import ----------------------------------------------------------------------------
 

@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from annotate.common import collector
 from annotate.imports.lines import kind_of
 from annotate.imports.records import quote_occurs
+from annotate.labelling.services import (
+    LabelErrors,
+    check_answer_label,
+    check_claim_label,
+    default_citation_verdicts,
+    needs_evidence,
+)
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,
@@ -25,13 +32,6 @@ from annotate.models import (
     Support,
 )
 from annotate.schema import LabelSchema
-from annotate.services.labelling import (
-    LabelErrors,
-    check_answer_label,
-    check_claim_label,
-    default_citation_verdicts,
-    needs_evidence,
-)
 
 # The answer-level keys of a line, beside `answer_id` and `claims` (and a reviewer's name).
 ANSWER_LABEL_FIELDS = {"relevance", "abstention", "failure_labels", "note"}

@@ -18,10 +18,11 @@ from django.urls import NoReverseMatch, reverse
 
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
+from annotate.labelling.services import save_claim_label
 from annotate.members.services import add_member
 from annotate.models import Answer, Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import next_task, save_claim_label
+from annotate.queue.services import next_task
 from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
@@ -326,8 +327,7 @@ def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
     offset keyed with the server's secret; the project's spread holds within each walk."""
     from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import next_task
-    from annotate.services.queue import reviewer_offset
+    from annotate.queue.services import next_task, reviewer_offset
 
     project = import_fixture("demo.jsonl", "walk")
     people = [add_member(project=project, username=f"w{i}", role="reviewer").user for i in range(6)]
@@ -347,7 +347,7 @@ def test_answers_imported_after_opening_are_spread_through_the_queue_not_appende
     from annotate.imports.bundle_import import import_bundle
     from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from annotate.services import next_task
+    from annotate.queue.services import next_task
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
     late_variant = [r for r in rows if r.get("type") == "answer" and r["variant"] == "verifier"]

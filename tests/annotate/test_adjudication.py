@@ -25,9 +25,9 @@ from annotate.common.errors import ServiceError
 from annotate.common.jsonl import jsonl
 from annotate.gold.exports import GOLD_CSV_COLUMNS, gold_rows
 from annotate.gold.pairs import ADJUDICATED, AGREED, PENDING, pairs_for_project
+from annotate.labelling.services import reopen_task, submit_labels
 from annotate.members.services import add_member
 from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
-from annotate.services import reopen_task, submit_labels
 from tests.conftest import PASSWORD, decide_support, labelled_demo
 
 

@@ -21,16 +21,16 @@ from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
-from annotate.members.services import add_member
-from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
-from annotate.projects.opening import open_labelling
-from annotate.services import (
-    next_task,
+from annotate.labelling.services import (
     reopen_task,
     save_answer_label,
     save_claim_label,
     submit_labels,
 )
+from annotate.members.services import add_member
+from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -19,9 +19,7 @@ from django.utils import timezone
 
 from annotate.adjudication.services import StillUndoable, start_adjudication
 from annotate.common.errors import ServiceError
-from annotate.models import Answer, Assignment, ClaimLabel, Project
-from annotate.projects.opening import open_labelling
-from annotate.services import (
+from annotate.labelling.services import (
     IDLE_CAP_SECONDS,
     StaleDraft,
     reopen_task,
@@ -29,6 +27,8 @@ from annotate.services import (
     save_claim_label,
     submit_labels,
 )
+from annotate.models import Answer, Assignment, ClaimLabel, Project
+from annotate.projects.opening import open_labelling
 from tests.annotate.test_labelling import label_everything
 from tests.api import API, token_client
 from tests.conftest import PASSWORD

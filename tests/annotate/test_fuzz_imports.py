@@ -46,7 +46,7 @@ from annotate.models import (
     Variant,
 )
 from annotate.projects.opening import open_labelling
-from annotate.services import next_task
+from annotate.queue.services import next_task
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import (
     check_refusal,

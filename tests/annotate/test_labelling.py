@@ -17,16 +17,11 @@ from django.utils import timezone
 
 from annotate.common import bulk
 from annotate.common.errors import ServiceError
+from annotate.labelling.selectors import CASE_FIELDS_NOT_SHOWN
+from annotate.labelling.services import save_answer_label, save_claim_label, submit_labels
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
 from annotate.projects.opening import open_labelling
-from annotate.selectors import CASE_FIELDS_NOT_SHOWN
-from annotate.services import (
-    next_task,
-    release_task,
-    save_answer_label,
-    save_claim_label,
-    submit_labels,
-)
+from annotate.queue.services import next_task, release_task
 from tests.conftest import PASSWORD
 
 
@@ -129,7 +124,7 @@ def test_the_abandoned_check_reads_once_and_releases_only_what_is_abandoned(
     """Every next_task runs it first: with nothing abandoned it is one read, no transaction
     and no UPDATE of no rows. An abandoned task is released, with its reason, and its answer
     gets its room back; a task touched in time is left alone."""
-    from annotate.services import release_abandoned
+    from annotate.queue.services import release_abandoned
 
     open_team.overlap = 1
     open_team.save()
@@ -155,7 +150,7 @@ def test_a_reopened_task_left_idle_keeps_its_submitted_labels(
     """Undo, then walk away: the task holds a submitted label set, so it is not released for
     inactivity (which would drop those labels from agreement and gold and hand the slot to
     somebody else); it waits for its reviewer."""
-    from annotate.services import reopen_task
+    from annotate.labelling.services import reopen_task
 
     open_team.overlap = 1
     open_team.save()
@@ -542,7 +537,7 @@ def test_progress_counts_what_the_queue_will_really_give_and_reaches_its_end(
     """'x/60 you' could never reach 60 when others filled the overlap: the reviewer's
     progress counts the answers the queue can still give them, so labelling everything it
     gives ends with submitted == reachable, whatever the co-reviewer took first."""
-    from annotate.selectors import reviewer_progress
+    from annotate.labelling.selectors import reviewer_progress
 
     for _ in range(3):  # bob fills some answers first
         taken = next_task(project=open_team, reviewer=reviewer_b)
@@ -617,7 +612,7 @@ def test_your_tasks_is_a_page_at_a_time_in_the_same_queries_whatever_the_count(c
     """A reviewer of a large project submits thousands of tasks: the list shows them a page at
     a time (newest first), every page in the same few queries, and htmx gets the table alone;
     all pages together list every task once."""
-    from annotate import views
+    from annotate.labelling import views
     from tests.conftest import labelled_demo
 
     project = labelled_demo(password=PASSWORD)

@@ -200,7 +200,7 @@ def test_a_reviewer_s_progress_reads_their_rows_and_the_open_queue_only(reviewer
     submitted assignments and ten answers still open, it reads the reviewer's own
     assignments and the open-queue index, not every assignment of the project (which it
     once grouped by answer: 8-11 ms a page at 10,000 answers)."""
-    from annotate.selectors import reviewer_progress
+    from annotate.labelling.selectors import reviewer_progress
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
@@ -281,7 +281,7 @@ def test_releasing_abandoned_tasks_reads_the_tasks_in_progress_only(reviewer_a):
     """Every next_task first releases the project's abandoned tasks. In a project of 8,000
     submitted assignments and one task in progress, that reads the one row in progress (the
     partial index of tasks in progress), not every assignment of the project."""
-    from annotate.services.queue import release_abandoned
+    from annotate.queue.services import release_abandoned
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)

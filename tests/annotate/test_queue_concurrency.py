@@ -14,7 +14,7 @@ from django.db import connection
 from annotate.members.services import add_member
 from annotate.models import Assignment
 from annotate.projects.opening import open_labelling
-from annotate.services import next_task
+from annotate.queue.services import next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -130,7 +130,7 @@ def test_next_never_says_empty_while_an_answer_still_has_room(crowded_project):
 
 
 def test_the_full_flag_follows_the_holders(crowded_project):
-    from annotate.services import release_task
+    from annotate.queue.services import release_task
 
     project, reviewers = crowded_project
     first = next_task(project=project, reviewer=reviewers[0])
@@ -153,8 +153,8 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
     from annotate.adjudication.selectors import adjudication_screen
     from annotate.adjudication.services import start_adjudication
     from annotate.common.errors import ServiceError
+    from annotate.labelling.services import reopen_task
     from annotate.models import AdjudicationLock
-    from annotate.services import reopen_task
 
     project, reviewers = crowded_project
     lead = get_user_model().objects.create(username="lead")
@@ -199,8 +199,8 @@ def test_two_tabs_saving_one_claim_at_once_write_it_once_and_count_time_once(cro
 
     from django.utils import timezone
 
+    from annotate.labelling.services import StaleDraft, save_claim_label
     from annotate.models import ClaimLabel
-    from annotate.services import StaleDraft, save_claim_label
 
     project, reviewers = crowded_project
     assignment = next_task(project=project, reviewer=reviewers[0])

@@ -14,13 +14,13 @@ from annotate import report_cache
 from annotate.adjudication.queue import adjudication_queue
 from annotate.gold.summary import label_states
 from annotate.imports.bundle_import import import_bundle
+from annotate.labelling.services import reopen_task
 from annotate.members.services import add_member
 from annotate.models import Assignment, Claim, Passage, Project, Role
 from annotate.projects.boundaries import adjust_span, edit_citations, split_claim
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import reopen_task
 from tests.conftest import (
     FIXTURES,
     PASSWORD,
@@ -209,8 +209,8 @@ def test_a_summary_kept_as_shares_is_the_summary_derived_afresh(
     summary built from kept shares and the answers that changed is the one derived from
     nothing."""
     from annotate.gold.selectors import pair_summary
+    from annotate.labelling.services import submit_labels
     from annotate.models import Answer
-    from annotate.services import submit_labels
     from tests.annotate.test_labelling import label_everything
 
     reports = lambda: report_cache.reports_of(labelled)  # noqa: E731
@@ -320,7 +320,7 @@ def test_the_content_version_moves_with_the_answers_not_with_the_labels(labelled
 def test_the_set_up_page_checks_blinding_once_while_reviewers_label(
     client, labelled, lead, monkeypatch
 ):
-    from annotate import selectors
+    from annotate.labelling import selectors
 
     checks = project_calls(monkeypatch, selectors, "blinding_check")
     lead.set_password(PASSWORD)

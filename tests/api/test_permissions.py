@@ -16,10 +16,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
+from annotate.labelling.services import save_answer_label, save_claim_label
 from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer
 from annotate.projects.opening import open_labelling
-from annotate.services import next_task, release_task, save_answer_label, save_claim_label
+from annotate.queue.services import next_task, release_task
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, gold_for_every_answer, may_create_projects

@@ -65,3 +65,12 @@ class AnswerLabelForm(DraftForm):
 
 class SkipForm(forms.Form):
     reason = forms.CharField(max_length=500, help_text="Why are you skipping this task?")
+
+
+class PreferencesForm(forms.Form):
+    single_key_shortcuts = forms.BooleanField(
+        required=False,
+        label="Single-key shortcuts on the labelling screen",
+        help_text="Letters and digits (1 2 3, j k, s, e …) act on the task. Turn them off if "
+        "you use speech input or press keys by accident; Enter and the arrow keys still work.",
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.utils.safestring import SafeString, mark_safe
 
-from annotate.services import LabelErrors, check_answer_label, check_row_label
+from annotate.labelling.services import LabelErrors, check_answer_label, check_row_label
 
 # How a missing field is named in the status ("claim 2: quote missing").
 FIELD_NAMES = {

@@ -3,7 +3,7 @@
 Through the ORM, a draft save's task lookup took 1.2 ms in process and its claim read 1.4 ms,
 of which the database needed about 0.1 ms each: the rest was Python building and compiling
 the queries, at every request. Written out, the same statements take 0.2 and 0.3 ms. So the
-task views' reads (annotate.selectors.reviewer_task, claim_to_save) are SQL run through
+task views' reads (annotate.labelling.selectors.reviewer_task, claim_to_save) are SQL run through
 `connection.cursor()`, and this module turns their rows back into what the ORM would have
 returned, with Django's public API only: `Model.from_db` builds each instance, and each value
 is read as its field documents.
@@ -111,9 +111,9 @@ def _reader(field) -> Callable | None:
     if isinstance(field, AS_RETURNED):
         return None
     raise TypeError(
-        f"annotate.rows does not read {type(field).__name__} ({field}): its value may "
+        f"annotate.labelling.rows does not read {type(field).__name__} ({field}): its value may "
         "differ from the ORM's on some database; read the model through the ORM, or teach "
-        "annotate.rows the field and extend tests/annotate/test_rows.py to it."
+        "annotate.labelling.rows the field and extend tests/annotate/test_rows.py to it."
     )
 
 

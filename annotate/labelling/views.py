@@ -1,6 +1,8 @@
-"""Thin HTML views: parse, call one service or selector, render. htmx requests get a named
-partial of the same template. Every project URL resolves the user's role first and answers
-404 to anyone without one, so a project's existence does not leak."""
+"""The reviewer's labelling pages: a task's screen, its drafts (one claim, the whole answer),
+submitting, skipping and reopening it, the reviewer's submitted tasks, and a person's
+preferences for the screen. Thin HTML views: parse, call one service or selector, render.
+htmx requests get a named partial of the same template. A task URL resolves the reviewer's
+own assignment first (task_view) and answers 404 to anyone else."""
 
 from __future__ import annotations
 
@@ -12,16 +14,22 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate import selectors, services, task_status
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
-from annotate.forms import (
-    AnswerLabelForm,
-    ClaimLabelForm,
-    SkipForm,
+from annotate.labelling import selectors, task_status
+from annotate.labelling.forms import AnswerLabelForm, ClaimLabelForm, PreferencesForm, SkipForm
+from annotate.labelling.preferences import set_preferences
+from annotate.labelling.services import (
+    StaleDraft,
+    can_reopen,
+    reopen_task,
+    save_answer_label,
+    save_claim_label,
+    submit_labels,
 )
 from annotate.models import (
     FAILURE_LABELS,
@@ -31,6 +39,8 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.queue.services import release_task
+from annotate.queue.views import take_next
 
 
 def task_view(view=None, *, page: bool = True):
@@ -49,46 +59,6 @@ def task_view(view=None, *, page: bool = True):
         return view(request, assignment.project, Role.REVIEWER, assignment, *args, **kwargs)
 
     return wrapper
-
-
-@project_view()
-def project_page(request, project, role):
-    if role == Role.LEAD:
-        return redirect("project_setup", slug=project.slug)
-    return render(
-        request,
-        "annotate/reviewer_home.html",
-        {
-            "project": project,
-            "role": role,
-            "progress": selectors.reviewer_progress(request.user, project),
-            "current": selectors.task_in_progress(request.user, project),
-            "reopen_minutes": settings.CLAIMDESK_REOPEN_MINUTES,
-        },
-    )
-
-
-@require_POST
-@project_view(Role.REVIEWER)
-def take_next(request, project, role):
-    try:
-        assignment = services.next_task(project=project, reviewer=request.user)
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("project", slug=project.slug)
-    if assignment is None:
-        return redirect("queue_empty", slug=project.slug)
-    return redirect("task", slug=project.slug, number=assignment.answer.task_number)
-
-
-@project_view(Role.REVIEWER)
-def queue_empty(request, project, role):
-    progress = selectors.reviewer_progress(request.user, project)
-    return render(
-        request,
-        "annotate/queue_empty.html",
-        {"project": project, "role": role, "progress": progress},
-    )
 
 
 def _screen_context(project, role, screen, errors=None, *, selected=None, **extra):
@@ -121,7 +91,7 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         "answer_field_names": [f for f in ANSWER_FIELDS if schema.answer(f)],
         "rubric": RELEVANCE_RUBRIC,
         "editable": screen.assignment.status == Assignment.Status.IN_PROGRESS,
-        "reopenable": services.can_reopen(screen.assignment),
+        "reopenable": can_reopen(screen.assignment),
         "support_choices": SUPPORT_CHOICES[schema.support],
         # Which fields the project labels: a field that is off is not on the screen at all.
         "on": _fields_on(schema, screen.answer),
@@ -237,7 +207,7 @@ def save_claim(request, project, role, assignment, index):
     if not form.is_valid():
         return _invalid(form)
     try:
-        label, _ = services.save_claim_label(
+        label, _ = save_claim_label(
             assignment=assignment,
             claim=target.claim,
             data=form.label_data(),
@@ -246,7 +216,7 @@ def save_claim(request, project, role, assignment, index):
             version=form.cleaned_data["version"],
             stored=target.label,
         )
-    except services.StaleDraft as exc:
+    except StaleDraft as exc:
         if not request.htmx:
             return _stale_page(request, project, role, assignment, exc, selected=index)
         target = selectors.claim_to_save(assignment, index, exc.current.evidence_ids)
@@ -280,8 +250,8 @@ def save_answer(request, project, role, assignment):
     data = dict(form.cleaned_data)
     version = data.pop("version")
     try:
-        saved, _ = services.save_answer_label(assignment=assignment, data=data, version=version)
-    except services.StaleDraft as exc:
+        saved, _ = save_answer_label(assignment=assignment, data=data, version=version)
+    except StaleDraft as exc:
         if not request.htmx:
             return _stale_page(request, project, role, assignment, exc)
         return _answer_reply(request, project, exc.current, stale=str(exc))
@@ -326,7 +296,7 @@ def _stale_page(request, project, role, assignment, exc, *, selected=None):
 def submit(request, project, role, assignment):
     number = assignment.answer.task_number
     try:
-        errors = services.submit_labels(assignment=assignment)
+        errors = submit_labels(assignment=assignment)
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     if errors:
@@ -348,7 +318,7 @@ def skip(request, project, role, assignment):
         messages.error(request, "Say why you skip this task (a lead reads it).")
         return redirect(_task_url(project, number))
     try:
-        services.release_task(assignment=assignment, reason=form.cleaned_data["reason"])
+        release_task(assignment=assignment, reason=form.cleaned_data["reason"])
     except ServiceError as exc:
         return _refused(request, project, number, exc)
     messages.info(request, f"Task {number} skipped.")
@@ -360,7 +330,7 @@ def skip(request, project, role, assignment):
 def reopen(request, project, role, assignment):
     number = assignment.answer.task_number
     try:
-        services.reopen_task(assignment=assignment)
+        reopen_task(assignment=assignment)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("my_tasks", slug=project.slug)
@@ -380,7 +350,7 @@ def my_tasks(request, project, role):
         selectors.my_submitted_tasks(request.user, project), request.GET, per_page=MY_TASKS_PAGE
     )
     for assignment in pager.items:
-        assignment.reopenable = services.can_reopen(assignment)
+        assignment.reopenable = can_reopen(assignment)
     context = {"project": project, "role": role, "pager": pager}
     if request.htmx and request.htmx.target == "my-tasks":
         return render(request, "annotate/my_tasks.html#tasks", context)
@@ -398,3 +368,24 @@ def _refused(request, project, number, exc: ServiceError):
         return HttpResponse(str(exc), status=409)
     messages.error(request, str(exc))
     return redirect(_task_url(project, number))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def preferences(request):
+    back = request.POST.get("next") or request.GET.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = ""
+    if request.method == "POST":
+        form = PreferencesForm(request.POST)
+        if form.is_valid():
+            set_preferences(
+                user=request.user, single_key_shortcuts=form.cleaned_data["single_key_shortcuts"]
+            )
+            messages.success(request, "Preferences saved.")
+            return redirect(back or "preferences")
+    else:
+        form = PreferencesForm(
+            initial={"single_key_shortcuts": selectors.single_key_shortcuts(request.user)}
+        )
+    return render(request, "annotate/preferences.html", {"form": form, "next": back})

@@ -13,7 +13,7 @@ from django.db.models import (
     Q,
 )
 
-from annotate import rows
+from annotate.labelling import rows
 from annotate.models import (
     Answer,
     Assignment,
@@ -124,8 +124,8 @@ def reviewer_task(user, slug: str, task_number: int, *, page: bool = True) -> As
     question) and the reviewer's shortcut preference ride along, so the page needs no query
     of its own for them; a draft save needs neither.
 
-    Every task view runs it, so it is SQL (annotate.rows says why); tests/annotate/test_rows.py
-    holds the ORM query it replaces and checks both agree."""
+    Every task view runs it, so it is SQL (annotate.labelling.rows says why);
+    tests/annotate/test_rows.py holds the ORM query it replaces and checks both agree."""
     columns = _TASK_PAGE if page else _TASK
     # PostgreSQL plans this statement at every view (nothing is prepared), so it is written
     # to be cheap to plan as well as to run: the answer is read by (project, task number),
