@@ -11,14 +11,15 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from annotate.api.serializers import FilePart, TextField
-from annotate.api.views import (
+from annotate.api.base import (
     ERROR_400,
     LINE_ERRORS_400,
     TOO_LARGE_413,
     UPLOAD_PARSERS,
+    FilePart,
     LeadView,
     ListView,
+    TextField,
     line_errors,
     query,
     responses,

@@ -1,300 +1,53 @@
-"""Serializers: what goes in and out of the API.
-
-Reviewer-facing representations are built field by field from the selectors' screens, never
-with `fields = "__all__"`: a task carries exactly what the labelling page shows (no variant,
-no answer id, no case id, no other reviewer's labels), and adding a field is a deliberate act.
+"""The reviewer's tasks in the API, addressed by task number (never by answer id): the next
+task, one's submitted tasks, a task as the screen shows it, its drafts (one claim, the whole
+answer), submitting, skipping and reopening it. Reviewers reach answers only through their
+own assignments (`annotate.labelling.selectors.task_for_reviewer`).
 """
 
 from __future__ import annotations
 
-from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import (
+    NotFound,
+    ValidationError,
+)
+from rest_framework.response import Response
 
-from annotate.gold.pairs import ADJUDICATED, AGREED, ANSWER_FIELDS, CLAIM_FIELDS, PENDING, UNION
+from annotate.api.base import (
+    CONFLICT_409,
+    ERROR_400,
+    MAX_NOTE,
+    MAX_QUOTE,
+    ListView,
+    ReviewerView,
+    TextField,
+    blank_choices,
+    flatten_errors,
+    query,
+    refused,
+    responses,
+)
+from annotate.api.projects import LabelSchemaSerializer
+from annotate.common.errors import ServiceError
+from annotate.labelling import selectors
+from annotate.labelling.services import (
+    StaleDraft,
+    reopen_task,
+    save_answer_label,
+    save_claim_label,
+    screen_errors,
+    submit_labels,
+)
 from annotate.models import (
     FAILURE_LABELS,
     Abstention,
     Assignment,
     CitationVerdict,
-    Membership,
-    Project,
-    Role,
     Severity,
     Support,
 )
-from annotate.projects.creation import SLUG_ERRORS
-from annotate.schema import ANSWER_FIELDS as SCHEMA_ANSWER_FIELDS
-from annotate.schema import CLAIM_FIELDS as SCHEMA_CLAIM_FIELDS
-from annotate.schema import SCALES, LabelSchema, SchemaInvalid
-
-MAX_QUOTE = 2000
-MAX_NOTE = 5000
-
-
-def blank_choices(choices) -> list:
-    return [("", "(none)"), *choices]
-
-
-class TextField(serializers.CharField):
-    """A string in a request, as the schema says: a JSON number or list is refused, where
-    DRF's CharField takes 0 for "0"."""
-
-    default_error_messages = {"not_a_string": "Not a valid string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_a_string")
-        return super().to_internal_value(data)
-
-
-class TextRegexField(serializers.RegexField):
-    default_error_messages = TextField.default_error_messages
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("not_a_string")
-        return super().to_internal_value(data)
-
-
-class FilePart(serializers.FileField):
-    """An upload's `file`: a file part, or a part that names no filename (RFC 7578 only
-    recommends one; Django reads such a part as a plain field), taken as the file's text."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, str):
-            data = SimpleUploadedFile("upload", data.encode("utf-8"))
-        return super().to_internal_value(data)
-
-
-# --- Projects --------------------------------------------------------------------------------
-
-
-class LabelSchemaSerializer(serializers.Serializer):
-    """Which fields the project's reviewers label (annotate.schema); a field left out is
-    absent from tasks, labels, agreement, gold and reports."""
-
-    support = serializers.ChoiceField(choices=list(SCALES))
-    claim_fields = serializers.MultipleChoiceField(
-        choices=list(SCHEMA_CLAIM_FIELDS), required=False, default=list
-    )
-    answer_fields = serializers.MultipleChoiceField(
-        choices=list(SCHEMA_ANSWER_FIELDS), required=False, default=list
-    )
-
-    def to_representation(self, instance):
-        return instance() if callable(instance) else instance
-
-    def validate(self, data):
-        return LabelSchema.parse(
-            {
-                "support": data["support"],
-                "claim_fields": sorted(data.get("claim_fields") or ()),
-                "answer_fields": sorted(data.get("answer_fields") or ()),
-            }
-        )
-
-
-class ProjectSerializer(serializers.Serializer):
-    """A project as its member sees it, with the member's role. Built from a Membership."""
-
-    slug = serializers.SlugField(source="project.slug")
-    name = serializers.CharField(source="project.name")
-    corpus_version = serializers.CharField(source="project.corpus_version")
-    state = serializers.ChoiceField(source="project.state", choices=Project.State.choices)
-    overlap = serializers.IntegerField(source="project.overlap")
-    guidelines = serializers.CharField(source="project.guidelines")
-    created_at = serializers.DateTimeField(source="project.created_at")
-    opened_at = serializers.DateTimeField(source="project.opened_at", allow_null=True)
-    role = serializers.ChoiceField(choices=Role.choices)
-    label_schema = LabelSchemaSerializer(source="project.schema.as_dict", read_only=True)
-
-
-class ProjectFilterSerializer(serializers.Serializer):
-    state = serializers.ChoiceField(choices=Project.State.choices, required=False)
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
-
-
-class ImportCountsSerializer(serializers.Serializer):
-    created = serializers.IntegerField()
-    unchanged = serializers.IntegerField()
-    replaced = serializers.IntegerField()
-    corrected = serializers.IntegerField(
-        help_text="Answers whose latency, cost or retrieval scores a replace corrected in "
-        "place, labels kept."
-    )
-
-
-class ImportResultSerializer(serializers.Serializer):
-    """What an import did, per kind of record."""
-
-    project = serializers.SlugField(source="project.slug")
-    created_project = serializers.BooleanField()
-    counts = serializers.DictField(child=ImportCountsSerializer())
-    proposed_claims = serializers.IntegerField()
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["counts"] = {
-            kind: {
-                key: counter.get(key, 0)
-                for key in ("created", "unchanged", "replaced", "corrected")
-            }
-            for kind, counter in instance.counts.items()
-        }
-        return data
-
-
-class FileUploadSerializer(serializers.Serializer):
-    file = FilePart(help_text="UTF-8 JSONL, one object per line.")
-
-
-class FormatSerializer(serializers.Serializer):
-    """What a multipart upload is: a claimdesk bundle, or a Ragas dataset answered by
-    `variant`. A raw body is always a bundle: `?format=` is DRF's renderer override, and a
-    Ragas dataset is small enough to go as a file."""
-
-    format = serializers.ChoiceField(
-        choices=["bundle", "ragas"],
-        default="bundle",
-        help_text="`bundle` (claimdesk JSONL) or `ragas` (a Ragas evaluation dataset, JSONL or "
-        "CSV: docs/ragas.md).",
-    )
-    variant = TextField(
-        max_length=200,
-        required=False,
-        allow_blank=True,
-        help_text="With format=ragas (required then): the system that wrote the responses.",
-    )
-
-    label_schema = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        help_text="With format=ragas (optional): the project's label schema as JSON text, "
-        'checked as a bundle header\'s label_schema, e.g. `{"support": "binary", '
-        '"claim_fields": [], "answer_fields": []}`. Refused once labelling is open unless it '
-        "is the project's. A bundle gives its schema in its header line.",
-    )
-
-    def validate_label_schema(self, value: str) -> LabelSchema | None:
-        if not value.strip():
-            return None
-        try:
-            return LabelSchema.from_json(value)
-        except SchemaInvalid as exc:
-            raise serializers.ValidationError(exc.problems) from exc
-
-    def validate(self, data):
-        if data.get("format") == "ragas" and not data.get("variant", "").strip():
-            raise serializers.ValidationError({"variant": ["Required with format=ragas."]})
-        if data.get("label_schema") is not None and data.get("format") != "ragas":
-            raise serializers.ValidationError(
-                {
-                    "label_schema": [
-                        "Only with format=ragas: a bundle gives its label_schema in its header."
-                    ]
-                }
-            )
-        return data
-
-
-UPLOAD_HELP = "The bundle (UTF-8 JSONL, one object per line), or the Ragas dataset."
-
-
-class BundleUploadSerializer(FormatSerializer):
-    file = FilePart(help_text=UPLOAD_HELP)
-    replace = serializers.BooleanField(
-        default=False, help_text="Replace changed items that no one has labelled yet."
-    )
-    confirm_deletions = serializers.BooleanField(
-        default=False,
-        help_text="Go on when the replace deletes data (answers, their claims and judge "
-        "verdicts); without it the API answers 409 with the list.",
-    )
-
-
-class ProjectCreateSerializer(FormatSerializer):
-    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
-    name = TextField(max_length=200, required=False, allow_blank=True)
-    file = FilePart(help_text=UPLOAD_HELP)
-
-
-class NewProjectQuerySerializer(serializers.Serializer):
-    """For a raw JSONL body, the project's slug and name come in the query string."""
-
-    slug = serializers.SlugField(max_length=80, error_messages=SLUG_ERRORS)
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-
-
-class ReplaceQuerySerializer(serializers.Serializer):
-    replace = serializers.BooleanField(default=False)
-    confirm_deletions = serializers.BooleanField(default=False)
-
-
-class GoldSourceSerializer(serializers.Serializer):
-    source = serializers.CharField(
-        max_length=200,
-        help_text="Where the labels come from (a benchmark's name, an expert, a campaign), "
-        "kept with every gold row they give.",
-    )
-    replace = serializers.BooleanField(
-        default=False,
-        help_text="Replace the imported gold of answers this file labels differently; "
-        "without it such a line is refused.",
-    )
-
-
-class GoldUploadSerializer(GoldSourceSerializer):
-    file = serializers.FileField(
-        help_text="UTF-8 JSONL, one line per answer: the reviewer-label format without `reviewer`."
-    )
-
-
-class LineErrorsSerializer(serializers.Serializer):
-    """An import refused: every problem found, each 'line N: message'; nothing was written.
-    A malformed request (no file) has field paths instead, like any other 400."""
-
-    errors = serializers.ListField(child=serializers.CharField(), required=False)
-
-
-class LabelImportResultSerializer(serializers.Serializer):
-    created = serializers.IntegerField()
-    unchanged = serializers.IntegerField()
-
-
-# --- Members ---------------------------------------------------------------------------------
-
-
-class MemberSerializer(serializers.ModelSerializer):
-    username = serializers.CharField(source="user.username", read_only=True)
-
-    class Meta:
-        model = Membership
-        fields = ["username", "role"]
-
-
-class MemberFilterSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
-
-
-class AddMemberSerializer(serializers.Serializer):
-    username = TextRegexField(r"^[\w.@+-]+\Z", max_length=150)
-    role = serializers.ChoiceField(choices=Role.choices)
-    password = TextField(
-        required=False,
-        allow_blank=True,
-        write_only=True,
-        max_length=128,
-        help_text="Only for a new account; an existing account keeps its password.",
-    )
-
-
-class MemberRoleSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(
-        choices=Role.choices, required=False, help_text="Left out: nothing changes."
-    )
-
-
-# --- Tasks (reviewer) ------------------------------------------------------------------------
+from annotate.queue.services import next_task, release_task
 
 
 class MyTaskSerializer(serializers.ModelSerializer):
@@ -429,8 +182,6 @@ class TaskSerializer(serializers.Serializer):
         return ProgressSerializer(screen.progress).data
 
     def get_missing(self, screen) -> dict[str, list[str]]:
-        from annotate.labelling.services import screen_errors
-
         return field_paths(screen_errors(screen, complete=True).fields)
 
 
@@ -558,165 +309,236 @@ class SkipSerializer(serializers.Serializer):
     reason = TextField(max_length=500, help_text="Why you skip (a lead reads it).")
 
 
-class DetailSerializer(serializers.Serializer):
-    detail = serializers.CharField()
+NUMBER = OpenApiParameter("number", int, OpenApiParameter.PATH, description="The task number.")
 
 
-# --- Adjudication (lead) ---------------------------------------------------------------------
+class TaskView(ReviewerView):
+    """A reviewer's own task, by number; anyone else's answers 404."""
 
-SLICE_CHOICES = ["answerable", "unanswerable", "adversarial"]
+    def assignment(self, number: int) -> Assignment:
+        assignment = selectors.task_for_reviewer(self.request.user, self.project, number)
+        if assignment is None:
+            raise NotFound()
+        return assignment
 
-
-def with_fields_field(serializer_fields, field):
-    """Add an output key named 'fields', which a class attribute cannot declare (it would
-    hide Serializer.fields)."""
-    serializer_fields["fields"] = field
-    return serializer_fields
-
-
-class QueueItemSerializer(serializers.Serializer):
-    task_number = serializers.IntegerField()
-    score = serializers.IntegerField(help_text="How serious the disagreement is.")
-
-    def get_fields(self):
-        pending = serializers.ListField(child=serializers.CharField(), help_text="Pending fields.")
-        return with_fields_field(super().get_fields(), pending)
+    def task(self, assignment: Assignment) -> Response:
+        screen = selectors.task_screen(assignment)
+        context = {"schema": assignment.project.schema}
+        return Response(TaskSerializer(screen, context=context).data)
 
 
-class QueueFilterSerializer(serializers.Serializer):
-    slice = serializers.ChoiceField(choices=SLICE_CHOICES, required=False)
-    field = serializers.ChoiceField(choices=[*CLAIM_FIELDS, *ANSWER_FIELDS], required=False)
-
-
-class FieldRowSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    a = serializers.JSONField(help_text="Reviewer A's value.")
-    b = serializers.JSONField(help_text="Reviewer B's value.")
-    gold = serializers.JSONField(help_text="The gold value; null while pending.")
-    source = serializers.ChoiceField(
-        choices=[
-            AGREED,
-            ADJUDICATED,
-            PENDING,
-            UNION,
-        ]
+class NextTask(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Take the next task (or get back the one in progress)",
+        request=None,
+        responses=responses(
+            {200: TaskSerializer, 204: OpenApiResponse(description="Nothing left to label.")},
+            r409=CONFLICT_409,
+        ),
     )
-    rationale = serializers.CharField()
-    differs = serializers.BooleanField()
+    def post(self, request, slug):
+        try:
+            assignment = next_task(project=self.project, reviewer=request.user)
+        except ServiceError as exc:
+            return refused(exc)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return self.task(assignment)
 
 
-class AdjudicationClaimSerializer(serializers.Serializer):
-    index = serializers.IntegerField(source="claim.ordinal")
-    text = serializers.CharField(source="claim.text")
-    start = serializers.IntegerField(source="claim.start")
-    end = serializers.IntegerField(source="claim.end")
-    citations = CitationSerializer(many=True)
-    notes = serializers.SerializerMethodField(help_text="Each reviewer's note on the claim.")
+class MyTasks(ListView, ReviewerView):
+    serializer_class = MyTaskSerializer
 
-    def get_fields(self):
-        return with_fields_field(super().get_fields(), FieldRowSerializer(many=True))
+    def get_queryset(self):
+        filters = query(TaskFilterSerializer, self.request)
+        tasks = (
+            Assignment.objects.for_reviewer(self.request.user)
+            .filter(project=self.project)
+            .select_related("answer")
+        )
+        if "status" in filters:
+            tasks = tasks.filter(status=filters["status"])
+        return tasks.order_by("taken_at", "answer__task_number")  # never the rows' order
 
-    def get_notes(self, item) -> dict[str, str]:
-        return {"a": item.note_a, "b": item.note_b}
-
-
-class DecisionHistorySerializer(serializers.Serializer):
-    claim = serializers.IntegerField(source="claim.ordinal", allow_null=True, default=None)
-    field = serializers.CharField()
-    value = serializers.JSONField()
-    rationale = serializers.CharField()
-    decided_by = serializers.CharField(source="decided_by.username")
-    decided_at = serializers.DateTimeField()
-
-
-class AdjudicationSerializer(serializers.Serializer):
-    """Both reviewers' labels side by side with the passages. Built from
-    selectors.AdjudicationScreen: the variant stays hidden from the lead too."""
-
-    task_number = serializers.IntegerField(source="answer.task_number")
-    version = serializers.IntegerField(help_text="Send it back with your decisions.")
-    pending = serializers.IntegerField(help_text="Fields still waiting for a decision.")
-    question = serializers.CharField()
-    answer = serializers.SerializerMethodField()
-    claims = AdjudicationClaimSerializer(many=True)
-    answer_fields = FieldRowSerializer(many=True)
-    passages = PassageSerializer(many=True)
-    history = DecisionHistorySerializer(many=True)
-    notes = serializers.SerializerMethodField(help_text="Each reviewer's note on the answer.")
-
-    def get_answer(self, screen) -> dict[str, str | bool]:
-        return {"text": screen.answer.text, "abstained": screen.answer.abstained}
-
-    def get_notes(self, screen) -> dict[str, str]:
-        return {"a": screen.note_a, "b": screen.note_b}
-
-
-class DecisionInputSerializer(serializers.Serializer):
-    claim = serializers.IntegerField(
-        allow_null=True, min_value=0, help_text="Claim index; null for the answer as a whole."
+    @extend_schema(
+        tags=["tasks"],
+        summary="Your tasks in this project",
+        parameters=[TaskFilterSerializer],
+        responses=responses(MyTaskSerializer(many=True), r400=ERROR_400),
     )
-    field = serializers.ChoiceField(choices=[*CLAIM_FIELDS, *ANSWER_FIELDS])
-    value = serializers.JSONField(help_text="The gold value for the field.")
-    rationale = TextField(
-        required=False,
-        allow_blank=True,
-        max_length=MAX_NOTE,
-        default="",
-        help_text="Why, for this decision's claim (or the answer); exported with its gold "
-        "label. Empty: the request's `rationale` applies.",
-    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
-    def validate(self, data):
-        allowed = ANSWER_FIELDS if data["claim"] is None else CLAIM_FIELDS
-        if data["field"] not in allowed:
-            where = "the answer" if data["claim"] is None else "a claim"
-            raise serializers.ValidationError(
-                {"field": f"'{data['field']}' is not a field of {where}."}
+
+class TaskDetail(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="A task as the labelling page shows it",
+        parameters=[NUMBER],
+        responses=responses(TaskSerializer),
+    )
+    def get(self, request, slug, number):
+        return self.task(self.assignment(number))
+
+
+class ClaimDraft(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Save a draft of one claim's label",
+        description="Values that break a rule (a quote not in the chosen passage) are kept and "
+        "reported in `problems`; submitting refuses until they are fixed.",
+        parameters=[
+            NUMBER,
+            OpenApiParameter("index", int, OpenApiParameter.PATH, description="0-based claim."),
+        ],
+        request=ClaimDraftSerializer,
+        responses=responses(
+            ClaimDraftResultSerializer,
+            r400=ERROR_400,
+            r409=OpenApiResponse(
+                ClaimDraftConflictSerializer,
+                description="The task is submitted (`detail` only), or the label has moved on "
+                "since `version` (the stored label comes with it); nothing was written.",
+            ),
+        ),
+    )
+    def patch(self, request, slug, number, index):
+        assignment = self.assignment(number)
+        screen = selectors.task_screen(assignment, progress=False)
+        row = next((r for r in screen.claims if r.claim.ordinal == index), None)
+        if row is None:
+            raise NotFound()
+        serializer = ClaimDraftSerializer(
+            data=request.data,
+            context={
+                "passage_ids": set(screen.shown),
+                "cited_ids": {c.cited_id for c in row.citations},
+                "schema": assignment.project.schema,
+            },
+        )
+        if not serializer.is_valid():
+            raise ValidationError(flatten_errors(serializer.errors, f"claims.{index}"))
+        data = dict(serializer.validated_data)
+        version = data.pop("version", None)
+        schema = assignment.project.schema
+        try:
+            label, errors = save_claim_label(
+                assignment=assignment,
+                claim=row.claim,
+                data=data,
+                citations=row.citations,
+                shown=screen.shown,
+                version=version,
+                stored=row.label,
             )
-        return data
+        except StaleDraft as exc:
+            current = ClaimLabelSerializer(exc.current, context={"schema": schema}).data
+            return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(
+            {
+                "label": ClaimLabelSerializer(
+                    label, context={"schema": assignment.project.schema}
+                ).data,
+                "problems": field_paths(errors.fields),
+            }
+        )
 
 
-class AdjudicateSerializer(serializers.Serializer):
-    version = serializers.IntegerField(min_value=0)
-    rationale = TextField(
-        allow_blank=True,
-        max_length=MAX_NOTE,
-        required=False,
-        default="",
-        help_text="The rationale of every decision that brings none of its own.",
+class AnswerDraft(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Save a draft of the answer-level label",
+        parameters=[NUMBER],
+        request=AnswerDraftSerializer,
+        responses=responses(
+            AnswerDraftResultSerializer,
+            r400=ERROR_400,
+            r409=OpenApiResponse(
+                AnswerDraftConflictSerializer,
+                description="The task is submitted (`detail` only), or the answer label has "
+                "moved on since `version` (the stored label comes with it); nothing was written.",
+            ),
+        ),
     )
-    decisions = DecisionInputSerializer(many=True, max_length=500)
-
-    def validate(self, data):
-        if not data["rationale"].strip() and any(
-            not d["rationale"].strip() for d in data["decisions"]
-        ):
-            raise serializers.ValidationError(
-                {"rationale": "Write a rationale: it is exported with the gold label."}
+    def patch(self, request, slug, number):
+        assignment = self.assignment(number)
+        schema = assignment.project.schema
+        serializer = AnswerDraftSerializer(data=request.data, context={"schema": schema})
+        if not serializer.is_valid():
+            raise ValidationError(flatten_errors(serializer.errors, "answer"))
+        data = dict(serializer.validated_data)
+        version = data.pop("version", None)
+        try:
+            assignment, errors = save_answer_label(
+                assignment=assignment, data=data, version=version
             )
-        return data
+        except StaleDraft as exc:
+            current = AnswerLabelSerializer(exc.current, context={"schema": schema}).data
+            return Response({"detail": str(exc), "label": current}, status=status.HTTP_409_CONFLICT)
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(
+            {
+                "label": AnswerLabelSerializer(assignment, context={"schema": schema}).data,
+                "problems": field_paths(errors.fields),
+            }
+        )
 
 
-class ConflictSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    version = serializers.IntegerField(help_text="The current version to compare against.")
+class Submit(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Submit the task's labels",
+        description="400 lists every missing or invalid label by field path, such as "
+        "`claims.1.evidence_quote` or `answer.relevance`.",
+        parameters=[NUMBER],
+        request=None,
+        responses=responses(TaskSerializer, r400=ERROR_400, r409=CONFLICT_409),
+    )
+    def post(self, request, slug, number):
+        assignment = self.assignment(number)
+        try:
+            errors = submit_labels(assignment=assignment, source="api")
+        except ServiceError as exc:
+            return refused(exc)
+        if errors:
+            raise ValidationError(field_paths(errors.fields))
+        return self.task(self.assignment(number))  # the service saved a fresh copy
 
 
-class GoldFilterSerializer(serializers.Serializer):
-    item = serializers.ChoiceField(
-        choices=["all", "claim", "answer"],
-        required=False,
-        default="all",
-        help_text="Answer rows are the samples Ragas' EvaluationDataset reads.",
+class Skip(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Give the task back, with a reason",
+        parameters=[NUMBER],
+        request=SkipSerializer,
+        responses=responses({204: None}, r400=ERROR_400, r409=CONFLICT_409),
     )
-    judge_split = serializers.ChoiceField(
-        choices=["all", "judge_dev", "judge_test"], required=False, default="all"
+    def post(self, request, slug, number):
+        assignment = self.assignment(number)
+        serializer = SkipSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            release_task(assignment=assignment, reason=serializer.validated_data["reason"])
+        except ServiceError as exc:
+            return refused(exc)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class Reopen(TaskView):
+    @extend_schema(
+        tags=["tasks"],
+        summary="Reopen a submitted task (until a lead starts adjudicating it)",
+        parameters=[NUMBER],
+        request=None,
+        responses=responses(TaskSerializer, r409=CONFLICT_409),
     )
-    decided_only = serializers.BooleanField(
-        required=False, default=False, help_text="Only rows with nothing left to decide."
-    )
-    with_context = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="Repeat the answer's question, text and passages on claim rows.",
-    )
+    def post(self, request, slug, number):
+        try:
+            assignment = reopen_task(assignment=self.assignment(number))
+        except ServiceError as exc:
+            return refused(exc)
+        return self.task(assignment)
