@@ -173,7 +173,7 @@ def main() -> None:
     from annotate.members.services import add_member
     from annotate.models import Project
     from annotate.projects.opening import open_labelling
-    from evaluation.agreement_report import agreement_report
+    from evaluation.reports.agreement import agreement_report
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"

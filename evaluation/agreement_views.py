@@ -11,9 +11,9 @@ from django.shortcuts import render
 from annotate.common import csvsafe
 from annotate.common.roles import project_view
 from annotate.models import Role
-from evaluation import charts
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
+from evaluation.reports import charts
 from jobs import reports as stored_reports
 
 FIELD_TITLES = {

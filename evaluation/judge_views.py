@@ -1,7 +1,7 @@
 """Lead pages for model judges: the runs, uploading one, a run's calibration against gold,
 comparing two runs, one answer as judge and gold see it, and the few-shot download.
 
-Thin views: parse the request, call evaluation.judges (writes) or evaluation.judge_reports
+Thin views: parse the request, call evaluation.judges (writes) or evaluation.reports
 (reads), render. Every page is lead-only; anyone else gets 404 from `project_view`.
 
 A run's page and its JSON show the calibration a worker stored (jobs.reports): they import
@@ -24,13 +24,13 @@ from annotate.common import csvsafe
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.models import Answer, Role
-from evaluation import charts
 from evaluation.agreement_views import short_label
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 from evaluation.judge_list_views import CompareForm, SplitForm
 from evaluation.models import JudgeRun
-from evaluation.reports import csv_value
+from evaluation.reports import charts
+from evaluation.reports.tables import csv_value
 from jobs import reports as stored_reports
 
 
@@ -338,9 +338,9 @@ def judge_compare(request, project, role):
     form = CompareForm(request.GET or None, runs=runs)
     comparison = None
     if form.is_valid():
-        from evaluation import judge_reports
+        from evaluation.reports.judge_comparison import compare_runs
 
-        comparison = judge_reports.compare_runs(
+        comparison = compare_runs(
             run_a=form.cleaned_data["a"], run_b=form.cleaned_data["b"], split=form.chosen_split()
         )
     return render(
@@ -363,9 +363,9 @@ def judge_answer(request, project, role, run_pk, answer_pk):
     answer = Answer.objects.filter(project=project, pk=answer_pk).select_related("case").first()
     if answer is None:
         raise Http404("Not found")
-    from evaluation import judge_reports
+    from evaluation.reports.answer_detail import answer_detail
 
-    detail = judge_reports.answer_detail(run=run, answer=answer)
+    detail = answer_detail(run=run, answer=answer)
     return render(
         request,
         "evaluation/judge_answer.html",
@@ -376,9 +376,9 @@ def judge_answer(request, project, role, run_pk, answer_pk):
 @require_GET
 @project_view(Role.LEAD)
 def judge_few_shot(request, project, role):
-    from evaluation import judge_reports
+    from evaluation.reports.few_shot import few_shot_examples
 
-    examples = judge_reports.few_shot_examples(project)
+    examples = few_shot_examples(project)
     lines = (json.dumps(example, ensure_ascii=False) + "\n" for example in examples)
     response: HttpResponse = StreamingHttpResponse(lines, content_type="application/jsonl")
     filename = f"{project.slug}-judge-dev-examples.jsonl"

@@ -25,19 +25,18 @@ from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.models import Answer, Role, Variant
 from annotate.report_cache import reports_of
-from evaluation import charts
 from evaluation.intervals import bounded_mean_interval, wilson_interval
-from evaluation.reports import (
-    COMPARE_METRICS,
-    DEFAULT_COMPARE_K,
-    STAGE_ROWS,
+from evaluation.reports import charts
+from evaluation.reports.comparison import COMPARE_METRICS, DEFAULT_COMPARE_K
+from evaluation.reports.evaluation import STAGE_ROWS
+from evaluation.reports.limits import variant_limits
+from evaluation.reports.tables import (
     Column,
     Table,
     comparison_tables,
     limits_table,
     report_tables,
     text_value,
-    variant_limits,
 )
 from jobs import reports as stored_reports
 

@@ -22,11 +22,11 @@ from annotate.imports.label_import import import_labels
 from annotate.members.services import add_member
 from annotate.models import Answer, Role
 from annotate.projects.opening import open_labelling
-from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report
 from evaluation.judges import import_judge_run
 from evaluation.models import JudgeRun
-from evaluation.reports import evaluate
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.evaluation import evaluate
 from tests.conftest import FIXTURES, PASSWORD
 
 HALU = FIXTURES / "halu"

@@ -262,7 +262,7 @@ def gold_rows(
     project's size. A row whose item has imported gold carries it with its provenance
     (`imported`); without a pair its reviewers are null and its gold all `imported`."""
     chosen = GoldFilter(item, split, decided_only, with_context)
-    from evaluation.agreement_report import human_kappas  # statistics: only when exporting
+    from evaluation.reports.agreement import human_kappas  # statistics: only when exporting
 
     schema = project.schema
     export_id, as_of = gold_fingerprint(project)

@@ -1,9 +1,13 @@
-"""Judge-versus-gold calibration, run comparison and few-shot export (reads only).
+"""A judge run's calibration against gold (calibration_report), read only. The other judge
+reports -- run comparison, few-shot export, one answer's detail -- share its gold (judge_gold)
+and its scoring (score_items).
 
 Everything is computed where it is read, from the current gold (annotate.gold derives it from
 the reviewers' labels and the leads' decisions): a run re-scored after an adjudication shows
 the change. The statistics are evaluation.calibration's and evaluation.agreement's pure
-functions; this module only chooses the items and hands them the right arrays.
+functions; this module only chooses the items and hands them the right arrays. About 600
+lines: one report, whose parts (coverage, agreement, bias, relevance, problems) each read
+the scored items.
 
 Items, for claim support (SPEC.md "Model judges"; evaluation.calibration.calibration_population):
 - **gold items** are the claims of the chosen split in answers labelled by two reviewers, or
@@ -25,22 +29,17 @@ binary judge's are undefined and say so, and a binary project's are its binary f
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import Case, Count, F, TextField, Value, When
-from django.db.models.functions import Length
 from django.urls import NoReverseMatch, reverse
-from scipy.stats import binomtest
 
-from annotate.gold.imported import gold_for_project, gold_in_chunks
-from annotate.gold.pairs import IMPORTED, ItemPair
-from annotate.gold.splits import DEFAULT_SPLIT, SPLITS, judge_split
-from annotate.models import Answer, Assignment, Citation, Claim, Project, RetrievedPassage
+from annotate.gold.pairs import IMPORTED
+from annotate.gold.splits import DEFAULT_SPLIT
+from annotate.models import Project
 from annotate.schema import BINARY, UNSUPPORTED, support_binary
 from evaluation.agreement import (
     RELEVANCE,
@@ -58,216 +57,22 @@ from evaluation.calibration import (
     unsupported_indicator,
 )
 from evaluation.judges import same_model
-from evaluation.models import JudgeRun, Verdict
-
-SUPPORTED = "supported"
-OK, MALFORMED, TIMEOUT = Verdict.Status.OK, Verdict.Status.MALFORMED, Verdict.Status.TIMEOUT
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerInfo:
-    pk: int
-    answer_id: str
-    task_number: int | None
-    case_id: str
-    split: str
-    variant: str
-    variant_model: str
-    abstained: bool
-    length: int
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimInfo:
-    pk: int
-    answer: AnswerInfo
-    ordinal: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class PairGold:
-    """What the judge reports keep of a claim's label pair (or of its imported gold alone):
-    its gold support and support_binary (None while pending), where each came from, each
-    reviewer's support (the human ceiling; None without a pair) and the gold evidence ids
-    (the evidence-overlap bias). A whole pair weighs some 2 KB; kept for every claim of a
-    100,000-claim project, the pairs were most of a calibration's memory."""
-
-    support: str | None
-    support_binary: str | None
-    source: str | None
-    a: str | None
-    b: str | None
-    evidence_ids: tuple[str, ...]
-    binary_source: str | None = None
-
-    @classmethod
-    def of(cls, pair: ItemPair) -> PairGold:
-        return cls(
-            support=pair.gold.get("support"),
-            support_binary=pair.gold.get("support_binary"),
-            source=pair.source.get("support"),
-            a=pair.a.get("support"),
-            b=pair.b.get("support"),
-            evidence_ids=tuple(_gold_evidence_ids(pair)),
-            binary_source=pair.source.get("support_binary"),
-        )
-
-
-@dataclass
-class ProjectGold:
-    """A project's answers and claims with their current gold, loaded once (three queries,
-    and three for every annotate.gold.imported.PAIR_CHUNK answers) and shared by every report that
-    needs them."""
-
-    project: Project
-    answers: dict[int, AnswerInfo]
-    claims: dict[int, ClaimInfo]
-    claim_pairs: dict[int, PairGold]
-    answer_pairs: dict[int, ItemPair]
-    reviewers: dict[int, int] = field(default_factory=dict)  # answer pk -> submitted sets
-    imported: frozenset[int] = frozenset()  # answers with gold from elsewhere
-
-    def gold_support(self, claim_pk: int) -> str | None:
-        """The decided support on the project's scale, or None."""
-        pair = self.claim_pairs.get(claim_pk)
-        value = pair.support if pair else None
-        return value if value in self.project.schema.support_labels else None
-
-    def gold_binary(self, claim_pk: int) -> str | None:
-        """The decided support_binary, or None (decided on its own: two reviewers who both
-        say unsupported agree on it whatever the subtype)."""
-        pair = self.claim_pairs.get(claim_pk)
-        value = pair.support_binary if pair else None
-        return value if value in BINARY else None
-
-    def claims_in(self, split: str) -> list[ClaimInfo]:
-        """Claims of the split, in answer and claim order."""
-        chosen = [c for c in self.claims.values() if in_split(c.answer.split, split)]
-        return sorted(chosen, key=lambda c: (c.answer.answer_id, c.ordinal))
-
-
-def in_split(item_split: str, split: str) -> bool:
-    return split == "all" or item_split == split
-
-
-def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    return split
-
-
-def load_gold(project: Project) -> ProjectGold:
-    answers: dict[int, AnswerInfo] = {}
-    rows = (
-        Answer.objects.filter(project=project)
-        .annotate(length=Length("text"))
-        .values_list(
-            "pk",
-            "answer_id",
-            "task_number",
-            "case__case_id",
-            "variant__name",
-            "variant__model",
-            "abstained",
-            "length",
-        )
-    )
-    splits: dict[str, str] = {}
-    for pk, answer_id, task, case_id, variant, model, abstained, length in rows:
-        split = splits.get(case_id) or splits.setdefault(case_id, judge_split(case_id))
-        answers[pk] = AnswerInfo(
-            pk, answer_id, task, case_id, split, variant, model or "", abstained, length or 0
-        )
-    claims = {
-        pk: ClaimInfo(pk, answers[answer_pk], ordinal, text)
-        for pk, answer_pk, ordinal, text in Claim.objects.filter(
-            answer__project=project
-        ).values_list("pk", "answer_id", "ordinal", "text")
-    }
-    answer_pairs: dict[int, ItemPair] = {}
-    claim_pairs: dict[int, PairGold] = {}
-    imported: set[int] = set()
-    for answer_chunk, claim_chunk in gold_in_chunks(project, sorted(answers)):
-        answer_pairs.update((pair.answer_id, pair) for pair in answer_chunk)
-        claim_pairs.update((pair.claim_id, PairGold.of(pair)) for pair in claim_chunk)
-        imported.update(pair.answer_id for pair in answer_chunk if pair.imported is not None)
-    reviewers = dict(
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
-        .values("answer_id")
-        .annotate(n=Count("pk"))
-        .order_by()
-        .values_list("answer_id", "n")
-    )
-    return ProjectGold(
-        project=project,
-        answers=answers,
-        claims=claims,
-        claim_pairs=claim_pairs,
-        answer_pairs=answer_pairs,
-        reviewers=reviewers,
-        imported=frozenset(imported),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class VerdictRow:
-    """A verdict as the reports read it. Slotted, with its status and label shared strings:
-    a run holds a verdict for every claim, and as dicts 100,000 of them weighed 90 MB."""
-
-    line: int
-    answer_id: int
-    claim_id: int | None
-    status: str
-    problem: str
-    label: str
-    relevance: int | None
-    evidence_ids: list[str]
-    quote: str
-    quote_found: bool | None
-    raw: str  # a malformed or timed-out verdict's only: nothing reads an ok verdict's
-
-
-@dataclass
-class RunVerdicts:
-    claims: dict[int, VerdictRow]  # claim pk -> its verdict
-    answers: dict[int, VerdictRow]  # answer pk -> its answer-level verdict
-
-    def all(self) -> list[VerdictRow]:
-        return sorted([*self.claims.values(), *self.answers.values()], key=lambda v: v.line)
-
-
-def load_verdicts(run: JudgeRun) -> RunVerdicts:
-    claims, answers = {}, {}
-    for line, answer_id, claim_id, status, problem, label, *rest in (
-        Verdict.objects.filter(run=run)
-        .annotate(
-            raw_kept=Case(
-                When(status=OK, then=Value("")), default=F("raw"), output_field=TextField()
-            )
-        )
-        .values_list(
-            "line",
-            "answer_id",
-            "claim_id",
-            "status",
-            "problem",
-            "label",
-            "relevance",
-            "evidence_ids",
-            "quote",
-            "quote_found",
-            "raw_kept",
-        )
-    ):
-        row = VerdictRow(
-            line, answer_id, claim_id, sys.intern(status), problem, sys.intern(label), *rest
-        )
-        if claim_id is None:
-            answers[answer_id] = row
-        else:
-            claims[claim_id] = row
-    return RunVerdicts(claims=claims, answers=answers)
+from evaluation.models import JudgeRun
+from evaluation.reports.judge_gold import (
+    MALFORMED,
+    OK,
+    SUPPORTED,
+    TIMEOUT,
+    ClaimInfo,
+    PairGold,
+    ProjectGold,
+    RunVerdicts,
+    VerdictRow,
+    check_split,
+    in_split,
+    load_gold,
+    load_verdicts,
+)
 
 
 def item_url(
@@ -342,7 +147,7 @@ def population(gold: ProjectGold, verdicts: RunVerdicts):
     )
 
 
-def _score_items(
+def score_items(
     gold: ProjectGold, verdicts: RunVerdicts, split: str, gold_pks=None
 ) -> tuple[list[Scored], dict[str, int]]:
     """The split's gold items the judge labelled (ok), and how the others were lost."""
@@ -411,7 +216,7 @@ def calibration_report(
     gold = gold or load_gold(project)
     verdicts = load_verdicts(run)
     chosen = population(gold, verdicts)
-    scored, lost = _score_items(gold, verdicts, split, set(chosen.gold))
+    scored, lost = score_items(gold, verdicts, split, set(chosen.gold))
     judged_labels = [v.label for v in verdicts.claims.values() if v.status == OK]
     scale, undefined = judge_scale(project, judged_labels)
 
@@ -503,7 +308,9 @@ def calibration_report(
             },
         },
         "disagreements": [
-            _item(project, run, s.claim, gold=g, judge=j, pair=s.pair, verdict=s.verdict, urls=urls)
+            report_item(
+                project, run, s.claim, gold=g, judge=j, pair=s.pair, verdict=s.verdict, urls=urls
+            )
             for s, (g, j) in zip(scored, disagreement_labels, strict=True)
             if g is not None and g != j
         ],
@@ -520,7 +327,9 @@ def calibration_report(
     }
 
 
-def _item(project, run, claim: ClaimInfo, *, pair=None, verdict=None, urls=None, **labels) -> dict:
+def report_item(
+    project, run, claim: ClaimInfo, *, pair=None, verdict=None, urls=None, **labels
+) -> dict:
     row = {
         "answer_id": claim.answer.answer_id,
         "claim_index": claim.ordinal,
@@ -705,15 +514,6 @@ def _bias(
     return bias
 
 
-def _gold_evidence_ids(pair: ItemPair) -> list[str]:
-    value = pair.gold.get("evidence")
-    if isinstance(value, dict):
-        return list(value.get("evidence_ids") or [])
-    if isinstance(value, list):
-        return list(value)
-    return []
-
-
 def _relevance(gold: ProjectGold, verdicts: RunVerdicts, split: str) -> dict[str, Any]:
     """The judge's answer-level relevance against gold relevance (linear-weighted kappa)."""
     g, j = [], []
@@ -804,229 +604,7 @@ def _problems(project, run, gold: ProjectGold, verdicts: RunVerdicts) -> dict[st
 # --- Comparing two runs ----------------------------------------------------------------------
 
 
-def compare_runs(
-    *,
-    run_a: JudgeRun,
-    run_b: JudgeRun,
-    split: str = DEFAULT_SPLIT,
-    gold: ProjectGold | None = None,
-) -> dict[str, Any]:
-    """Two runs of one project on the same gold items: the split's gold claims both labelled.
-
-    Besides each run's accuracy and kappa on those items, the discordant items decide which is
-    better: an exact McNemar test on the claims exactly one of them gets right. Both are scored
-    on the three-way scale when the project and both judges are three-way (on the items whose
-    three-way gold is decided), else on support_binary.
-    """
-    check_split(split)
-    if run_a.project_id != run_b.project_id:
-        raise ValueError("both runs must belong to the same project")
-    project = run_a.project
-    gold = gold or load_gold(project)
-    va, vb = load_verdicts(run_a), load_verdicts(run_b)
-    scored_a, _ = _score_items(gold, va, split)
-    scored_b = {s.claim.pk: s for s in _score_items(gold, vb, split)[0]}
-    labels = [v.label for v in (*va.claims.values(), *vb.claims.values()) if v.status == OK]
-    scale, _ = judge_scale(project, labels)
-    both = [(s, scored_b[s.claim.pk]) for s in scored_a if s.claim.pk in scored_b]
-    if scale == "three_way":
-        both = [(a, b) for a, b in both if a.gold_support in SUPPORT]
-        g = [a.gold_support for a, _ in both]
-        judged_a, judged_b = [a.judge for a, _ in both], [b.judge for _, b in both]
-    else:
-        g = [a.gold_binary for a, _ in both]
-        judged_a, judged_b = [a.judge_binary for a, _ in both], [b.judge_binary for _, b in both]
-    vocabulary = SUPPORT if scale == "three_way" else BINARY
-    report_a = judge_report(g, judged_a, vocabulary)
-    report_b = judge_report(g, judged_b, vocabulary)
-    right_a = np.array([j == x for j, x in zip(judged_a, g, strict=True)], dtype=bool)
-    right_b = np.array([j == x for j, x in zip(judged_b, g, strict=True)], dtype=bool)
-    only_a, only_b = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
-    discordant = only_a + only_b
-    return {
-        "project": project.slug,
-        "split": split,
-        "scale": scale,
-        "n": len(both),
-        "a": _compare_side(run_a, report_a, len(scored_a)),
-        "b": _compare_side(run_b, report_b, len(scored_b)),
-        "both_right": int((right_a & right_b).sum()),
-        "only_a_right": only_a,
-        "only_b_right": only_b,
-        "both_wrong": int((~right_a & ~right_b).sum()),
-        "mcnemar_p": binomtest(only_a, discordant, 0.5).pvalue if discordant else None,
-        "differences": [
-            _item(project, run_a, a.claim, gold=gold_label, a=label_a, b=label_b, pair=a.pair)
-            for (a, _), gold_label, label_a, label_b in zip(
-                both, g, judged_a, judged_b, strict=True
-            )
-            if label_a != label_b
-        ],
-    }
-
-
-def _compare_side(run: JudgeRun, report, scored_in_split: int) -> dict[str, Any]:
-    return {
-        "judge": run.name,
-        "pk": run.pk,
-        "model": run.model,
-        "model_version": run.model_version,
-        "scored_in_split": scored_in_split,
-        "accuracy": report.accuracy,
-        "kappa": report.kappa,
-        "confusion": {
-            "labels": list(report.labels),
-            "matrix": [list(row) for row in report.matrix],
-        },
-    }
-
-
 # --- Few-shot export -------------------------------------------------------------------------
 
 
-def few_shot_examples(project: Project, *, gold: ProjectGold | None = None) -> list[dict]:
-    """Worked examples for writing a judge prompt: the gold claims of `judge_dev` cases only,
-    never `judge_test` (those measure the judge, so it must not have seen them). Each carries
-    what the reviewers saw: the question, the answer, and its passages (retrieved, then cited)."""
-    gold = gold or load_gold(project)
-    chosen = [
-        c
-        for c in gold.claims_in("judge_dev")
-        if c.answer.split == "judge_dev" and gold.gold_support(c.pk) is not None
-    ]
-    answer_pks = sorted({c.answer.pk for c in chosen})
-    answers = {
-        a.pk: a
-        for a in Answer.objects.filter(pk__in=answer_pks)
-        .select_related("case")
-        .only("pk", "text", "case__question")
-    }
-    passages: dict[int, dict[str, str]] = defaultdict(dict)
-    for r in (
-        RetrievedPassage.objects.filter(answer_id__in=answer_pks)
-        .order_by("answer_id", "rank")
-        .values_list("answer_id", "passage__passage_id", "passage__text")
-    ):
-        passages[r[0]].setdefault(r[1], r[2])
-    for r in (
-        Citation.objects.filter(claim__answer_id__in=answer_pks, passage__isnull=False)
-        .order_by("claim__answer_id", "claim__ordinal", "ordinal")
-        .values_list("claim__answer_id", "passage__passage_id", "passage__text")
-    ):
-        passages[r[0]].setdefault(r[1], r[2])
-
-    # The quote and the rationale are in the whole pairs only (ProjectGold keeps less).
-    chosen_pks = {claim.pk for claim in chosen}
-    quotes, rationales = {}, {}
-    for _, claim_pairs in gold_in_chunks(project, answer_pks):
-        for pair in claim_pairs:
-            if pair.claim_id in chosen_pks:
-                quotes[pair.claim_id], rationales[pair.claim_id] = _quote_and_rationale(pair)
-    examples = []
-    for claim in chosen:
-        pair = gold.claim_pairs[claim.pk]
-        answer = answers[claim.answer.pk]
-        examples.append(
-            {
-                "answer_id": claim.answer.answer_id,
-                "claim_index": claim.ordinal,
-                "split": "judge_dev",
-                "question": answer.case.question,
-                "answer": answer.text,
-                "passages": [
-                    {"passage_id": pid, "text": text}
-                    for pid, text in passages[claim.answer.pk].items()
-                ],
-                "claim": claim.text,
-                "label": pair.support,
-                "label_binary": support_binary(pair.support),
-                "evidence_ids": list(pair.evidence_ids),
-                "quote": quotes[claim.pk] or "",
-                "rationale": rationales[claim.pk],
-                "gold_source": pair.source,
-            }
-        )
-    return examples
-
-
-def _quote_and_rationale(pair: ItemPair) -> tuple[str | None, str]:
-    """A few-shot example's quote (the gold evidence's) and rationale: the lead's when the
-    support was adjudicated, else the reviewers' notes (the imported label's note, for gold
-    imported alone)."""
-    evidence = pair.gold.get("evidence")
-    quote = evidence.get("evidence_quote") if isinstance(evidence, dict) else ""
-    if pair.source.get("support") == "adjudicated":
-        return quote, pair.rationale.get("support", "")
-    if not pair.paired:
-        return quote, (pair.imported.labels.get("note") or "") if pair.imported else ""
-    notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
-    return quote, " / ".join(dict.fromkeys(n for n in notes if n))
-
-
 # --- One answer, as the judge and the gold see it --------------------------------------------
-
-
-@dataclass
-class ClaimRow:
-    claim: Claim
-    pair: ItemPair | None
-    verdict: Verdict | None
-
-    @property
-    def gold(self) -> str | None:
-        """The decided support; while only support_binary is decided (both reviewers said
-        unsupported, in different words), that."""
-        if not self.pair:
-            return None
-        value = self.pair.gold.get("support")
-        if support_binary(value) is not None:
-            return value
-        binary = self.pair.gold.get("support_binary")
-        return binary if binary in BINARY else None
-
-    @property
-    def agrees(self) -> bool | None:
-        """Whether the verdict matches gold, on the finer scale both of them have."""
-        if self.gold is None or self.verdict is None or self.verdict.status != OK:
-            return None
-        if UNSUPPORTED in (self.gold, self.verdict.label):
-            return support_binary(self.verdict.label) == support_binary(self.gold)
-        return self.verdict.label == self.gold
-
-
-@dataclass
-class AnswerDetail:
-    answer: Answer
-    split: str
-    claims: list[ClaimRow]
-    answer_pair: ItemPair | None
-    answer_verdict: Verdict | None
-    passages: list[tuple[int | None, Any]]  # (rank or None when only cited, passage)
-
-
-def answer_detail(*, run: JudgeRun, answer: Answer) -> AnswerDetail:
-    """An answer's claims with gold and this run's verdicts, and the passages shown with it.
-    `answer` must already be scoped to the run's project by the caller."""
-    answer_pairs, claim_pairs = gold_for_project(run.project, answer_ids=[answer.pk])
-    by_claim = {p.claim_id: p for p in claim_pairs}
-    verdicts = list(Verdict.objects.filter(run=run, answer=answer))
-    claim_verdicts = {v.claim_id: v for v in verdicts if v.claim_id is not None}
-    claims = list(answer.claims.prefetch_related("citations__passage"))
-    passages: list[tuple[int | None, Any]] = []
-    seen: set[str] = set()
-    for r in answer.retrieved.select_related("passage"):
-        passages.append((r.rank, r.passage))
-        seen.add(r.passage.passage_id)
-    for claim in claims:
-        for citation in claim.citations.all():
-            if citation.passage is not None and citation.passage.passage_id not in seen:
-                passages.append((None, citation.passage))
-                seen.add(citation.passage.passage_id)
-    return AnswerDetail(
-        answer=answer,
-        split=judge_split(answer.case.case_id),
-        claims=[ClaimRow(c, by_claim.get(c.pk), claim_verdicts.get(c.pk)) for c in claims],
-        answer_pair=answer_pairs[0] if answer_pairs else None,
-        answer_verdict=next((v for v in verdicts if v.claim_id is None), None),
-        passages=passages,
-    )

@@ -359,7 +359,7 @@ def test_export_gold_command_takes_the_filters(demo, tmp_path):
 
 
 def test_human_kappas_from_grouped_counts_equal_the_agreement_report(demo):
-    from evaluation.agreement_report import agreement_report, human_kappas
+    from evaluation.reports.agreement import agreement_report, human_kappas
 
     report = agreement_report(demo, n_boot=0)["slices"]["all"]
     kappas = human_kappas(demo)

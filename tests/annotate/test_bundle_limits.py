@@ -13,7 +13,7 @@ from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundles import parse_bundle
 from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Judgment, Passage, RetrievedPassage, Variant
-from evaluation import reports
+from evaluation.reports.evaluation import evaluate
 from tests.annotate.test_import import SMALL, errors_for, lines_of, nothing_written
 
 pytestmark = pytest.mark.django_db
@@ -308,7 +308,7 @@ def test_the_evaluation_report_reads_figures_at_their_limits():
     # Each is finite; their mean and p95 must be too (math.fsum overflows past 1.8e308).
     edits = {n: {"elapsed_ms": 1e12, "request_cost": 1e9} for n in (9, 10, 11, 12)}
     project = import_bundle(lines=lines_of(edit=edits), project_slug="t").project
-    report = reports.evaluate(project, ks=[1, 3])
+    report = evaluate(project, ks=[1, 3])
     latency = report["variants"]["baseline"]["generation"]["all"]["latency"]
     assert latency["mean"] == 1e12
 

@@ -41,7 +41,7 @@ def test_a_float_orjson_would_write_otherwise_makes_the_export_use_json(value):
 @pytest.mark.parametrize("kappa", [0.7905881490008093, 1e-05])
 def test_each_line_is_its_row_as_json_writes_it(demo, monkeypatch, kappa):  # noqa: F811
     """With a kappa that each encoder writes alike and one orjson writes as 0.00001."""
-    from evaluation import agreement_report
+    from evaluation.reports import agreement as agreement_report
 
     note = 'é 😀 \u2028 \x01 "quoted"'
     Answer.objects.filter(project=demo).update(text=note)

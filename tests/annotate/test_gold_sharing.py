@@ -13,10 +13,11 @@ import pytest
 from annotate.adjudication.queue import adjudication_queue
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import _CHOICES, _NO_CITATIONS, _NO_IDS, pairs_for_project
-from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report
 from evaluation.models import JudgeRun
-from evaluation.reports import compare, evaluate
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.comparison import compare
+from evaluation.reports.evaluation import evaluate
 from tests.api import build_demo
 from tests.conftest import decide_support
 

@@ -20,8 +20,8 @@ from annotate.adjudication.queue import adjudication_queue
 from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
 from annotate.projects.opening import open_labelling
-from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
+from evaluation.reports.agreement import agreement_report
 from jobs.models import Job
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client

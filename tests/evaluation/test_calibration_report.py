@@ -26,14 +26,12 @@ from annotate.models import Answer, Claim, Decision, Project, Role
 from annotate.projects.opening import open_labelling
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
-from evaluation.judge_reports import (
-    calibration_report,
-    compare_runs,
-    few_shot_examples,
-    load_gold,
-)
 from evaluation.judges import import_judge_run
 from evaluation.models import Verdict
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.few_shot import few_shot_examples
+from evaluation.reports.judge_comparison import compare_runs
+from evaluation.reports.judge_gold import load_gold
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 S, C, I = "supported", "contradicted", "insufficient_evidence"  # noqa: E741

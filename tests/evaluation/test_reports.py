@@ -27,7 +27,10 @@ from evaluation.metrics import (
     retrieval_scores,
     suite_retrieval_scores,
 )
-from evaluation.reports import STAGE_ROWS, compare, evaluate, load, variant_limits
+from evaluation.reports.comparison import compare
+from evaluation.reports.dataset import load
+from evaluation.reports.evaluation import STAGE_ROWS, evaluate
+from evaluation.reports.limits import variant_limits
 from tests.conftest import import_fixture
 
 LOG3 = math.log2(3)
@@ -481,7 +484,7 @@ def test_labels_derived_a_few_answers_at_a_time_give_the_same_report(
 
 
 def test_small_costs_keep_their_digits_and_differences_read_to_three_decimals():
-    from evaluation.reports import text_value
+    from evaluation.reports.tables import text_value
 
     assert text_value(0.0012, "float") == "0.0012"  # a cost, not 0.001
     assert text_value(0.0625, "diff") == "0.062"

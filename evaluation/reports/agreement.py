@@ -41,7 +41,7 @@ from evaluation.agreement import (
     field_agreement_encoded,
     kappa_from_confusion,
 )
-from evaluation.reports import AGREEMENT_SLICES as SLICES
+from evaluation.reports.dataset import AGREEMENT_SLICES as SLICES
 
 CLAIM_REPORT_FIELDS = ("support", "support_binary", "severity", "requires_evidence", "citation")
 ANSWER_REPORT_FIELDS = ("relevance", "abstention")
