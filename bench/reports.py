@@ -40,7 +40,7 @@ def build() -> None:
     from annotate.projects.opening import open_labelling
     from bench.agreement_gold import label_everything
     from bench.import_bundle import write_bundle
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"

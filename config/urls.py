@@ -11,10 +11,10 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
-        "p/<slug:slug>/agreement/", lazy("evaluation.agreement_views.agreement"), name="agreement"
+        "p/<slug:slug>/agreement/", lazy("evaluation.views.agreement.agreement"), name="agreement"
     ),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
-    path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
+    path("p/<slug:slug>/judges/", include("evaluation.judges.urls")),
     path("account/token/", token_views.tokens, name="api_token"),
     path("account/preferences/", preferences, name="preferences"),
     path("", include("jobs.urls")),

@@ -1,6 +1,6 @@
 """Lead-only API endpoints for the numbers: agreement, evaluation and variant comparison,
 model-judge runs and their calibration. Thin wrappers over evaluation.reports and
-evaluation.judges; the JSON they return is the same as the management commands' `--json`."""
+evaluation.judges.runs; the JSON they return is the same as the management commands' `--json`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from annotate.api.base import (
 )
 from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.imports.lines import BundleInvalid
-from evaluation.judges import import_judge_run, self_judged_counts
+from evaluation.judges.runs import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES

@@ -52,13 +52,15 @@ COMPUTING = ("evaluation", "annotate/gold")
 PRESENTATION = frozenset(
     {
         "evaluation/admin.py",
-        "evaluation/agreement_views.py",
         "evaluation/api.py",
         "evaluation/apps.py",
-        "evaluation/judge_views.py",
+        "evaluation/judges/list_views.py",
+        "evaluation/judges/urls.py",
+        "evaluation/judges/views.py",
         "evaluation/management",
         "evaluation/migrations",
-        "evaluation/views.py",
+        "evaluation/urls.py",
+        "evaluation/views",
         # the gold page and the export: the rest of annotate/gold/ derives the gold every
         # report reads
         "annotate/gold/exports.py",

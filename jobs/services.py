@@ -473,7 +473,7 @@ def _gold_import(job: Job, progress: Progress) -> None:
 
 
 def _judge_import(job: Job, progress: Progress) -> None:
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)

@@ -22,7 +22,7 @@ from annotate.imports.label_import import import_labels
 from annotate.members.services import add_member
 from annotate.models import Answer, Role
 from annotate.projects.opening import open_labelling
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from evaluation.reports.agreement import agreement_report
 from evaluation.reports.calibration import calibration_report

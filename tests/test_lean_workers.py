@@ -65,9 +65,9 @@ def test_a_statistics_page_s_view_loads_on_its_first_request(tmp_path):
     probe(
         tmp_path,
         "from django.urls import resolve\n"
-        'assert "evaluation.agreement_views" not in sys.modules\n'
+        'assert "evaluation.views.agreement" not in sys.modules\n'
         'resolve("/p/x/agreement/").func.view  # the lazy view, asked for its real one\n'
-        'assert "evaluation.agreement_views" in sys.modules',
+        'assert "evaluation.views.agreement" in sys.modules',
     )
 
 
@@ -88,7 +88,7 @@ def test_the_report_pages_read_stored_reports_without_numpy(tmp_path):
     """The agreement and evaluation pages render stored reports; their views loaded numpy
     through one pure helper (one_label_reason) and two metrics (latency, bootstrap) that
     imported it at the top: 31 and 25 MB of a worker that only showed the pages."""
-    loaded = probe(tmp_path, "import evaluation.agreement_views, evaluation.views  # noqa")
+    loaded = probe(tmp_path, "import evaluation.views.agreement, evaluation.views.report  # noqa")
     assert loaded == []
 
 
@@ -100,7 +100,7 @@ def test_the_judges_page_and_its_upload_load_no_statistics_library(tmp_path):
         "from django.urls import resolve\n"
         'for path in ("/p/x/judges/", "/p/x/judges/upload/"):\n'
         "    resolve(path).func.view  # the lazy view's real module, imported\n"
-        'assert "evaluation.judge_list_views" in sys.modules',
+        'assert "evaluation.judges.list_views" in sys.modules',
     )
     assert loaded == []
 
@@ -144,7 +144,7 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
     of the same reports, likewise."""
     from annotate.gold.splits import DEFAULT_SPLIT
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from jobs import reports
     from tests.conftest import FIXTURES, labelled_demo
     from tests.workers import child_env

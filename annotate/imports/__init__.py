@@ -20,6 +20,6 @@ And:
 - bundle_export: a project's data as a bundle again
 - views, forms: the new-project and upload pages (each file is queued for a worker)
 
-Members are imported by annotate.members, judge runs by evaluation.judges; a new project's
+Members are imported by annotate.members, judge runs by evaluation.judges.runs; a new project's
 rules are annotate.projects.creation.
 """

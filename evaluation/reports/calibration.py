@@ -56,7 +56,7 @@ from evaluation.calibration import (
     judge_report,
     unsupported_indicator,
 )
-from evaluation.judges import same_model
+from evaluation.judges.runs import same_model
 from evaluation.models import JudgeRun
 from evaluation.reports.judge_gold import (
     MALFORMED,

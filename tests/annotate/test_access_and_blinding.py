@@ -65,7 +65,7 @@ def _import_demo_judge_run(project) -> None:
     """The judge run, when that feature is installed: its output must not reach reviewers."""
     path = FIXTURES / "demo_judge_run.jsonl"
     try:
-        from evaluation.judges import import_judge_run
+        from evaluation.judges.runs import import_judge_run
     except ImportError:
         return
     if path.exists():

@@ -575,7 +575,7 @@ def test_a_replace_lists_what_it_would_delete_and_waits_for_a_confirmation(tmp_p
     without a word. It now lists the answers, their claims and the verdicts, writes nothing,
     and goes on only when confirmed."""
     from annotate.imports.bundle_plan import DeletionsNotConfirmed
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from evaluation.models import Verdict
 
     project = import_bundle(lines=SMALL, project_slug="t").project

@@ -40,7 +40,7 @@ def test_a_refused_bundle_turns_the_collector_back_on():
 
 @pytest.mark.django_db
 def test_a_judge_run_import_runs_without_the_collector():
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from tests.evaluation.scale import bundle, judge_run
 
     project = import_bundle(lines=bundle(4), project_slug="scaled").project

@@ -49,7 +49,7 @@ def build_demo(reviewers, lead):
     from annotate.imports.label_import import import_labels
     from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from tests.conftest import FIXTURES, import_fixture
 
     project = import_fixture("demo.jsonl", "demo")

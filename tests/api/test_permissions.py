@@ -74,7 +74,7 @@ def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
     mine = take_with_claims(reviewer_a)
     theirs = next_task(project=project, reviewer=reviewer_b)
     assert mine.answer_id == skipped.answer_id and theirs.answer_id != mine.answer_id
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     run = import_judge_run(lines=jsonl(RUN).splitlines(), project=project, user=lead).run
     labelled = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")

@@ -13,7 +13,7 @@ from annotate.imports.label_import import import_labels
 from annotate.members.services import add_member
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

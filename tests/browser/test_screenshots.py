@@ -13,7 +13,7 @@ from annotate.imports.label_import import import_labels
 from annotate.members.services import add_member
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot
 

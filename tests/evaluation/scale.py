@@ -13,7 +13,7 @@ from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")

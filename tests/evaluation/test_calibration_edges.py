@@ -29,7 +29,7 @@ from annotate.members.services import add_member
 from annotate.models import Role
 from annotate.projects.opening import open_labelling
 from annotate.templatetags.claimdesk import p_value
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from tests.api import API, token_client
 from tests.conftest import PASSWORD
 from tests.evaluation.test_calibration_report import _case_ids, add_reviewers

@@ -26,7 +26,7 @@ from annotate.models import Answer, Claim, Decision, Project, Role
 from annotate.projects.opening import open_labelling
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import Verdict
 from evaluation.reports.calibration import calibration_report
 from evaluation.reports.few_shot import few_shot_examples

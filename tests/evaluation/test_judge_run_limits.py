@@ -10,7 +10,7 @@ import json
 import pytest
 
 from annotate.imports.lines import BundleInvalid
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun, Verdict
 from tests.conftest import import_fixture
 from tests.evaluation.test_judges import RUN, jsonl, run_file, supported, verdict

@@ -15,7 +15,7 @@ from django.urls import reverse
 from annotate.imports.lines import BundleInvalid
 from annotate.members.services import add_member
 from annotate.models import Claim, Role
-from evaluation.judges import (
+from evaluation.judges.runs import (
     import_judge_run,
     parse_judge_run,
     quote_found,

@@ -49,8 +49,8 @@ def test_pages_weigh_the_same_for_ten_times_the_answers(client, projects, lead, 
     # Pages of ten rows, which the small project fills too: its pages then hold as many rows
     # as the large one's, and only what does not depend on rows may differ.
     from annotate.adjudication import views as adjudication_views
-    from evaluation import judge_views
-    from evaluation import views as evaluation_views
+    from evaluation.judges import views as judge_views
+    from evaluation.views import report as evaluation_views
 
     monkeypatch.setattr(adjudication_views, "QUEUE_PAGE", 10)
     monkeypatch.setattr(evaluation_views, "PER_PAGE", 10)

@@ -15,7 +15,7 @@ from annotate.models import Claim, Role
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 from tests.evaluation.test_reports import build_stages_project
 

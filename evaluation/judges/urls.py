@@ -8,19 +8,19 @@ from django.urls import path
 from config.lazy import lazy
 
 urlpatterns = [
-    path("", lazy("evaluation.judge_list_views.judges"), name="judges"),
-    path("upload/", lazy("evaluation.judge_list_views.judge_upload"), name="judge_upload"),
-    path("compare/", lazy("evaluation.judge_views.judge_compare"), name="judge_compare"),
-    path("few-shot.jsonl", lazy("evaluation.judge_views.judge_few_shot"), name="judge_few_shot"),
-    path("<int:run_pk>/", lazy("evaluation.judge_views.judge_run"), name="judge_run"),
+    path("", lazy("evaluation.judges.list_views.judges"), name="judges"),
+    path("upload/", lazy("evaluation.judges.list_views.judge_upload"), name="judge_upload"),
+    path("compare/", lazy("evaluation.judges.views.judge_compare"), name="judge_compare"),
+    path("few-shot.jsonl", lazy("evaluation.judges.views.judge_few_shot"), name="judge_few_shot"),
+    path("<int:run_pk>/", lazy("evaluation.judges.views.judge_run"), name="judge_run"),
     path(
         "<int:run_pk>/calibration.json",
-        lazy("evaluation.judge_views.judge_run_json"),
+        lazy("evaluation.judges.views.judge_run_json"),
         name="judge_run_json",
     ),
     path(
         "<int:run_pk>/answers/<int:answer_pk>/",
-        lazy("evaluation.judge_views.judge_answer"),
+        lazy("evaluation.judges.views.judge_answer"),
         name="judge_answer",
     ),
 ]

@@ -1,7 +1,7 @@
 """Lead pages for model judges: the runs, uploading one, a run's calibration against gold,
 comparing two runs, one answer as judge and gold see it, and the few-shot download.
 
-Thin views: parse the request, call evaluation.judges (writes) or evaluation.reports
+Thin views: parse the request, call evaluation.judges.runs (writes) or evaluation.reports
 (reads), render. Every page is lead-only; anyone else gets 404 from `project_view`.
 
 A run's page and its JSON show the calibration a worker stored (jobs.reports): they import
@@ -24,13 +24,13 @@ from annotate.common import csvsafe
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.models import Answer, Role
-from evaluation.agreement_views import short_label
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
-from evaluation.judge_list_views import CompareForm, SplitForm
+from evaluation.judges.list_views import CompareForm, SplitForm
 from evaluation.models import JudgeRun
 from evaluation.reports import charts
 from evaluation.reports.tables import csv_value
+from evaluation.views.agreement import short_label
 from jobs import reports as stored_reports
 
 

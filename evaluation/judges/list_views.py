@@ -1,7 +1,7 @@
 """The judges page (the project's runs, the upload and the compare form) and the upload's
 answer. Nothing here computes a statistic: a worker that serves them does not import numpy's
 statistics stack (scipy, scikit-learn, pandas) that the run and comparison pages need
-(evaluation.judge_views); before the split, opening the judges page took a web worker from
+(evaluation.judges.views); before the split, opening the judges page took a web worker from
 80 to 204 MB and 1.2 s."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from annotate.gold.splits import DEFAULT_SPLIT
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.uploads import validate_upload_size
 from annotate.models import Role
-from evaluation.judges import self_judged_counts
+from evaluation.judges.runs import self_judged_counts
 from evaluation.models import JudgeRun
 from jobs import services as jobs
 from jobs import views as job_views
