@@ -67,6 +67,8 @@ class NamedAnswers:
     its own answers, and what an earlier chunk read is let go: a file that names an answer
     twice, chunks apart, has it read twice, never every answer of the file held at once."""
 
+    PREFETCH = ("claims__citations__passage", "retrieved__passage")
+
     def __init__(self, project: Project):
         self.project = project
         self.answers: dict[str, Answer] = {}
@@ -76,9 +78,7 @@ class NamedAnswers:
         self.release()
         wanted = {a for a in answer_ids if isinstance(a, str)}
         found = list(
-            self.project.answers.filter(answer_id__in=wanted).prefetch_related(
-                "claims__citations__passage", "retrieved__passage"
-            )
+            self.project.answers.filter(answer_id__in=wanted).prefetch_related(*self.PREFETCH)
         )
         self.answers = {a.answer_id: a for a in found}
         return found
@@ -86,7 +86,7 @@ class NamedAnswers:
     def release(self) -> None:
         """Free the answers read for the last chunk: untied (see annotate.common.collector), or
         the import's paused collector would keep them to the end."""
-        collector.untie(self.answers.values())
+        collector.untie(self.answers.values(), *self.PREFETCH)
         self.answers = {}
 
 

@@ -90,15 +90,16 @@ def _out_of_reach(by, usernames: Iterable[str]) -> set[str]:
 
 
 @transaction.atomic
-def allow_adding_anyone(*, user) -> None:
+def allow_adding_anyone(*, user):
     """Give ``user`` the permission to add any account to the projects they lead, creating it
-    when needed (annotate.projects.access.ADD_ANYONE)."""
+    when needed (annotate.projects.access.ADD_ANYONE). Returns the user read again from the
+    database, which has the permission (Django caches permissions on the instance that
+    checked them; fetching the user again is its documented way round)."""
     permission = Permission.objects.get(
         content_type__app_label="annotate", codename="add_membership"
     )
     user.user_permissions.add(permission)
-    for cache in ("_perm_cache", "_user_perm_cache"):  # Django's cache on the instance
-        user.__dict__.pop(cache, None)
+    return get_user_model().objects.get(pk=user.pk)
 
 
 def _lead_count(project: Project) -> int:

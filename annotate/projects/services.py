@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
@@ -45,11 +46,11 @@ def set_label_schema(*, project: Project, schema: LabelSchema) -> Project:
 
 
 @transaction.atomic
-def allow_creating_projects(*, user) -> None:
+def allow_creating_projects(*, user):
     """Give ``user`` the permission to create projects
-    (annotate.projects.access.CREATE_PROJECTS)."""
+    (annotate.projects.access.CREATE_PROJECTS). Returns the user read again from the database:
+    Django caches a user's permissions on the instance that checked them, and fetching the
+    user again is its documented way to see a permission just granted."""
     permission = Permission.objects.get(content_type__app_label="annotate", codename="add_project")
     user.user_permissions.add(permission)
-    # Django caches a user's permissions on the instance: drop the stale cache.
-    for cache in ("_perm_cache", "_user_perm_cache"):
-        user.__dict__.pop(cache, None)
+    return get_user_model().objects.get(pk=user.pk)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.lines import BundleInvalid
@@ -99,3 +100,39 @@ def test_a_correction_import_holds_none_of_the_stored_answers_it_compared(monkey
     assert seen == [before]
     elapsed = set(Answer.objects.filter(project=project).values_list("elapsed_ms", flat=True))
     assert elapsed == {9}
+
+
+@pytest.mark.django_db
+def test_a_label_import_lets_each_chunk_s_passages_and_citations_go(monkeypatch):
+    """A label import reads each chunk's answers with their claims, citations and retrieved
+    passages prefetched, and keeps the answers and claims its label sets point to. What the
+    prefetch tied to them (here each answer's five retrieved passages) is let go as each
+    chunk is done (collector.untie): with the collector paused it stayed to the end, 85 MB
+    instead of 20 MB for 4,000 label sets."""
+    from annotate.imports import label_import
+    from annotate.imports.label_lines import NamedAnswers
+    from annotate.members.services import add_member
+    from annotate.models import Citation, RetrievedPassage, Role
+    from annotate.projects.opening import open_labelling
+    from annotate.projects.services import set_label_schema
+    from annotate.schema import LabelSchema
+    from tests.evaluation import scale
+
+    project = import_bundle(lines=scale.bundle(12), project_slug="chunks").project
+    set_label_schema(project=project, schema=LabelSchema("three_way", (), ("relevance",)))
+    get_user_model().objects.create_user("alice")
+    add_member(project=project, username="alice", role=Role.REVIEWER)
+    project = open_labelling(project=project)
+    monkeypatch.setattr(label_import, "LINE_CHUNK", 4)
+    released, alive = NamedAnswers.release, []
+
+    def counted(self):
+        released(self)
+        alive.append(sum(type(o) in (Citation, RetrievedPassage) for o in gc.get_objects()))
+
+    monkeypatch.setattr(NamedAnswers, "release", counted)
+    result = label_import.import_labels(
+        lines=scale.labels("alice", 12, first=True), project=project
+    )
+    assert result.created == 12
+    assert len(alive) == 4 and alive == [0, 0, 0, 0]
