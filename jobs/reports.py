@@ -34,9 +34,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from annotate.report_cache import data_version
 from jobs import framework
 from jobs.models import StoredReport

@@ -6,10 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotate.gold.summary import PairSummary, pair_summary
-from annotate.models import (
-    Answer,
-    Project,
-)
+from annotate.models import Answer, Project
 
 
 @dataclass(frozen=True, slots=True)

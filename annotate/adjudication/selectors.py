@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import (
-    Count,
-    Prefetch,
-    Q,
-)
+from django.db.models import Count, Prefetch, Q
 
 from annotate.gold import pairs
 from annotate.gold.pairs import (

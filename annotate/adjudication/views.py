@@ -16,9 +16,7 @@ from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
 from annotate.gold.selectors import pair_summary
-from annotate.models import (
-    Role,
-)
+from annotate.models import Role
 from annotate.report_cache import reports_of
 
 QUEUE_PAGE = 50

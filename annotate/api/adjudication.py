@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import (
-    APIException,
-    NotFound,
-    ValidationError,
-)
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 
 from annotate.adjudication import services as adjudication_services

@@ -27,11 +27,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import (
-    APIException,
-    ParseError,
-    ValidationError,
-)
+from rest_framework.exceptions import APIException, ParseError, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
@@ -49,10 +45,7 @@ from annotate.gold.exports import gold_csv
 from annotate.imports import uploads
 from annotate.imports.lines import BundleInvalid
 from annotate.members.tokens import TokenAuthentication
-from annotate.models import (
-    Project,
-    Role,
-)
+from annotate.models import Project, Role
 from config import errors
 from jobs import services as jobs
 from jobs.serializers import accepted

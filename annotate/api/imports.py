@@ -9,9 +9,7 @@ from django.utils.text import capfirst
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import (
-    ValidationError,
-)
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 
 from annotate.api.base import (

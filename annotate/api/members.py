@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import (
-    NotFound,
-    ValidationError,
-)
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from annotate.api.base import (
@@ -28,10 +25,7 @@ from annotate.members.services import (
     change_member_role,
     remove_member,
 )
-from annotate.models import (
-    Membership,
-    Role,
-)
+from annotate.models import Membership, Role
 
 
 class MemberSerializer(serializers.ModelSerializer):

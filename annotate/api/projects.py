@@ -7,10 +7,7 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import (
-    PermissionDenied,
-    ValidationError,
-)
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from annotate.api.base import (
@@ -33,11 +30,7 @@ from annotate.api.base import (
 )
 from annotate.api.imports import UPLOAD_HELP, FormatSerializer
 from annotate.common.errors import NotAllowed, ServiceError
-from annotate.models import (
-    Membership,
-    Project,
-    Role,
-)
+from annotate.models import Membership, Project, Role
 from annotate.projects.creation import SLUG_ERRORS, check_new_slug
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import set_label_schema

@@ -28,12 +28,7 @@ from annotate.gold.pairs import (
     pairs_for_project,
 )
 from annotate.gold.splits import judge_split
-from annotate.models import (
-    Assignment,
-    ImportedClaimGold,
-    ImportedGold,
-    Project,
-)
+from annotate.models import Assignment, ImportedClaimGold, ImportedGold, Project
 
 
 def imported_gold(

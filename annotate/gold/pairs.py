@@ -28,12 +28,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotate.common import collector
-from annotate.models import (
-    Assignment,
-    ClaimLabel,
-    Decision,
-    Project,
-)
+from annotate.models import Assignment, ClaimLabel, Decision, Project
 from annotate.schema import SUPPORTED, UNSUPPORTED, LabelSchema, support_binary
 
 # Every field there can be; a project's schema chooses among them (claim_fields / answer_fields).

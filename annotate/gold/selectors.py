@@ -11,9 +11,7 @@ from annotate import stored_shares
 from annotate.gold import imported
 from annotate.gold.imported import ImportedAlone
 from annotate.gold.summary import AnswerShare, PairSummary, answer_shares, label_states, summary_of
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from annotate.report_cache import ProjectReports, reports_of
 
 

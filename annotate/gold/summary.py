@@ -21,12 +21,7 @@ from annotate.gold.pairs import (
     row_state,
 )
 from annotate.gold.splits import judge_split
-from annotate.models import (
-    Answer,
-    Assignment,
-    Decision,
-    Project,
-)
+from annotate.models import Answer, Assignment, Decision, Project
 
 # How serious a disagreement is, for ordering the adjudication queue: a flip between
 # supported and contradicted matters more than one between supported and not-found.

@@ -14,9 +14,7 @@ from annotate.common.roles import project_view
 from annotate.gold import exports
 from annotate.gold.forms import GoldExportForm
 from annotate.gold.selectors import imported_alone, pair_summary
-from annotate.models import (
-    Role,
-)
+from annotate.models import Role
 from annotate.report_cache import reports_of
 
 

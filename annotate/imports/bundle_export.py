@@ -11,13 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from annotate.imports.records import canonical_number
-from annotate.models import (
-    Citation,
-    Claim,
-    Judgment,
-    Project,
-    RetrievedPassage,
-)
+from annotate.models import Citation, Claim, Judgment, Project, RetrievedPassage
 
 CHUNK = 500
 

@@ -19,9 +19,7 @@ from annotate.imports.bundle_plan import (
 from annotate.imports.bundle_write import write_import
 from annotate.imports.bundles import parse_bundle
 from annotate.imports.lines import BundleError, BundleInvalid
-from annotate.imports.records import (
-    Bundle,
-)
+from annotate.imports.records import Bundle
 from annotate.models import (
     Answer,
     Assignment,

@@ -19,13 +19,7 @@ from annotate.imports.records import (
     RetrievedRecord,
     content_hash,
 )
-from annotate.models import (
-    Answer,
-    Citation,
-    Claim,
-    Project,
-    RetrievedPassage,
-)
+from annotate.models import Answer, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import LabelSchema
 
 

@@ -8,13 +8,7 @@ from collections import Counter
 from annotate.common import bulk
 from annotate.imports.bundle_plan import Correction, ImportPlan, ImportResult
 from annotate.imports.claims import propose_claims
-from annotate.imports.records import (
-    AnswerRecord,
-    Bundle,
-    ClaimRecord,
-    VariantRecord,
-    content_hash,
-)
+from annotate.imports.records import AnswerRecord, Bundle, ClaimRecord, VariantRecord, content_hash
 from annotate.models import (
     Answer,
     AnswerCorrection,

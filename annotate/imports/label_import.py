@@ -24,14 +24,7 @@ from annotate.imports.label_lines import (
 )
 from annotate.imports.lines import BundleError, BundleInvalid, JsonLines
 from annotate.labelling.services import label_snapshot
-from annotate.models import (
-    Answer,
-    Assignment,
-    ClaimLabel,
-    LabelRevision,
-    Project,
-    Role,
-)
+from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project, Role
 from annotate.projects.opening import _SECRET_RANDOM
 
 # --- Label import ----------------------------------------------------------------------------

@@ -7,11 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from django.db import connection
-from django.db.models import (
-    Count,
-    Prefetch,
-    Q,
-)
+from django.db.models import Count, Prefetch, Q
 
 from annotate.labelling import rows
 from annotate.models import (

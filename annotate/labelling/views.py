@@ -31,14 +31,7 @@ from annotate.labelling.services import (
     save_claim_label,
     submit_labels,
 )
-from annotate.models import (
-    FAILURE_LABELS,
-    RELEVANCE_RUBRIC,
-    Assignment,
-    Role,
-    Severity,
-    Support,
-)
+from annotate.models import FAILURE_LABELS, RELEVANCE_RUBRIC, Assignment, Role, Severity, Support
 from annotate.queue.services import release_task
 from annotate.queue.views import take_next
 

@@ -20,11 +20,7 @@ from django.db import transaction
 
 from annotate.common.errors import ServiceError
 from annotate.imports.lines import BundleError, BundleInvalid
-from annotate.models import (
-    Membership,
-    Project,
-    Role,
-)
+from annotate.models import Membership, Project, Role
 from annotate.projects.access import may_add_anyone
 
 

@@ -11,14 +11,9 @@ from django.db import transaction
 
 from annotate.common.errors import NotAllowed, ServiceError
 from annotate.imports.bundle_import import import_bundle
-from annotate.imports.bundle_plan import (
-    ImportResult,
-)
+from annotate.imports.bundle_plan import ImportResult
 from annotate.members.services import add_member
-from annotate.models import (
-    Project,
-    Role,
-)
+from annotate.models import Project, Role
 from annotate.projects.access import may_create_projects
 
 # Project slugs are one namespace for the whole site, so creating a project must refuse a slug

@@ -11,11 +11,7 @@ from django.utils import timezone
 
 from annotate.common import bulk
 from annotate.common.errors import ServiceError
-from annotate.models import (
-    Answer,
-    Assignment,
-    Project,
-)
+from annotate.models import Answer, Assignment, Project
 
 # Task order is a blinding matter: a shuffle anyone can replay (one seeded with the project's
 # slug, say) tells a reviewer which variant wrote each task number. Draw from the OS.

@@ -7,13 +7,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from django.db.models import (
-    Count,
-    Exists,
-    OuterRef,
-    Q,
-    Subquery,
-)
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Length
 from django.template.defaultfilters import pluralize
 

@@ -7,9 +7,7 @@ from django.contrib.auth.models import Permission
 from django.db import transaction
 
 from annotate.common.errors import ServiceError
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from annotate.schema import LabelSchema
 
 # --- Guidelines ------------------------------------------------------------------------------

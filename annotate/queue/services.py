@@ -12,13 +12,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotate.common.errors import ServiceError
-from annotate.models import (
-    Answer,
-    Assignment,
-    Membership,
-    Project,
-    Role,
-)
+from annotate.models import Answer, Assignment, Membership, Project, Role
 
 # --- The queue ------------------------------------------------------------------------------
 

@@ -12,9 +12,7 @@ from django.views.decorators.http import require_POST
 from annotate.common.errors import ServiceError
 from annotate.common.roles import project_view
 from annotate.labelling import selectors
-from annotate.models import (
-    Role,
-)
+from annotate.models import Role
 from annotate.queue.services import next_task
 
 

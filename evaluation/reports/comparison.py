@@ -9,9 +9,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from evaluation.metrics import (
     mean_over_eligible,
     paired_bootstrap_diff,

@@ -53,9 +53,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from annotate.schema import LabelSchema
 from evaluation.metrics import (
     NDCG_GAIN,

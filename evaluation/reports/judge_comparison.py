@@ -9,12 +9,8 @@ from scipy.stats import binomtest
 
 from annotate.gold.splits import DEFAULT_SPLIT
 from annotate.schema import BINARY
-from evaluation.agreement import (
-    SUPPORT,
-)
-from evaluation.calibration import (
-    judge_report,
-)
+from evaluation.agreement import SUPPORT
+from evaluation.calibration import judge_report
 from evaluation.models import JudgeRun
 from evaluation.reports.calibration import judge_scale, report_item, score_items
 from evaluation.reports.judge_gold import OK, ProjectGold, check_split, load_gold, load_verdicts

@@ -9,10 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluation.metrics import (
-    FAILURE_LABELS,
-    P95_METHOD,
-)
+from evaluation.metrics import FAILURE_LABELS, P95_METHOD
 from evaluation.reports.dataset import SLICES
 from evaluation.reports.evaluation import RANKINGS, STAGE_SLICES
 

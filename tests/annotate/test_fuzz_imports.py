@@ -48,13 +48,7 @@ from annotate.models import (
 from annotate.projects.opening import open_labelling
 from annotate.queue.services import next_task
 from tests.conftest import FIXTURES, import_fixture
-from tests.fuzz import (
-    check_refusal,
-    fuzz,
-    in_savepoint,
-    mutate_lines,
-    random_objects,
-)
+from tests.fuzz import check_refusal, fuzz, in_savepoint, mutate_lines, random_objects
 
 SMALL = (FIXTURES / "small.jsonl").read_text().splitlines()
 DEMO = (FIXTURES / "demo.jsonl").read_text().splitlines()

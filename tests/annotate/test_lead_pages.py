@@ -17,16 +17,7 @@ from django.urls import reverse
 
 from annotate import report_cache
 from annotate.members.services import add_member, allow_adding_anyone
-from annotate.models import (
-    Answer,
-    Assignment,
-    Case,
-    Claim,
-    Membership,
-    Passage,
-    Project,
-    Role,
-)
+from annotate.models import Answer, Assignment, Case, Claim, Membership, Passage, Project, Role
 from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, may_create_projects
 
