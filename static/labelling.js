@@ -512,6 +512,7 @@
     const passage = anchor && anchor.closest(".passage");
     if (!passage || !focus || focus.closest(".passage") !== passage) return false;
     if (!root.contains(passage)) return false;
+    fold(passage, false); // a quote is read in full
     const text = normalise(selection.toString());
     const quote = field("evidence_quote");
     if (!text || !quote || off(quote)) return false;
@@ -526,6 +527,135 @@
     fire(quote);
     announce(`Quoted for claim ${selected + 1}: ${text}`);
     return true;
+  }
+
+  // --- Quoting a sentence, folding long passages ------------------------------------------
+
+  // The sentences of a text as [start, end) offsets, trimmed of the spaces between them.
+  function sentences(text) {
+    const spans = [];
+    const push = (start, piece) => {
+      const lead = piece.length - piece.trimStart().length;
+      const body = piece.trim();
+      if (body) spans.push([start + lead, start + lead + body.length]);
+    };
+    if (typeof Intl !== "undefined" && Intl.Segmenter) {
+      const segmenter = new Intl.Segmenter(document.documentElement.lang || "en", { granularity: "sentence" });
+      for (const part of segmenter.segment(text)) push(part.index, part.segment);
+    } else {
+      const pattern = /[^.!?]+(?:[.!?]+["')\]]*|$)\s*/g;
+      let match;
+      while ((match = pattern.exec(text)) && match[0]) push(match.index, match[0]);
+    }
+    return spans;
+  }
+
+  // Offset of (node, offset) within the passage text `box`, counted in characters.
+  function offsetIn(box, node, offset) {
+    const range = document.createRange();
+    range.selectNodeContents(box);
+    range.setEnd(node, offset);
+    return range.toString().length;
+  }
+
+  // The text node and offset at a character offset of `box`.
+  function pointAt(box, offset) {
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    let node = walker.nextNode();
+    let last = node;
+    while (node) {
+      if (offset <= node.data.length) return [node, offset];
+      offset -= node.data.length;
+      last = node;
+      node = walker.nextNode();
+    }
+    return last ? [last, last.data.length] : [box, 0];
+  }
+
+  // "." quotes the sentence under the caret of the focused passage (from elsewhere: the first
+  // sentence of the passage last used, or of the claim's first cited one); pressed again with
+  // that sentence quoted, the next sentence. The words are exactly the passage's, so the
+  // server finds the quote in it.
+  function quoteSentence() {
+    const quote = claimForm && field("evidence_quote");
+    if (!quote || off(quote)) return;
+    let box = document.activeElement && document.activeElement.closest && document.activeElement.closest(".passage-text");
+    if (!box) {
+      const passage = targetPassage() || citedPassage() || passages[0];
+      if (!passage) return;
+      box = passage.querySelector(".passage-text");
+      box.focus();
+      window.getSelection().collapse(firstText(box), 0);
+    }
+    const passage = box.closest(".passage");
+    fold(passage, false);
+    const text = box.textContent;
+    const spans = sentences(text);
+    if (!spans.length) return;
+    const selection = window.getSelection();
+    let at = 0;
+    let start = 0;
+    let end = 0;
+    if (selection.rangeCount && box.contains(selection.anchorNode) && box.contains(selection.focusNode)) {
+      const a = offsetIn(box, selection.anchorNode, selection.anchorOffset);
+      const b = offsetIn(box, selection.focusNode, selection.focusOffset);
+      [start, end] = [Math.min(a, b), Math.max(a, b)];
+      at = start;
+    }
+    let index = spans.findIndex(([, stop]) => at < stop);
+    if (index < 0) index = spans.length - 1;
+    // The sentence already quoted: on to the next one.
+    if (start === spans[index][0] && end === spans[index][1] && index + 1 < spans.length) index += 1;
+    const [from, to] = spans[index];
+    const [startNode, startOffset] = pointAt(box, from);
+    const [endNode, endOffset] = pointAt(box, to);
+    selection.setBaseAndExtent(startNode, startOffset, endNode, endOffset);
+    clearTimeout(quoteTimer);
+    quoteTimer = null;
+    takeSelection();
+  }
+
+  function citedPassage() {
+    if (!claimForm) return null;
+    const cited = stateOf(selected).cited.find(([, found]) => found);
+    return cited ? passageOf(cited[0]) : null;
+  }
+
+  // Long passages can be folded to a few lines (the button on each, or v on the current one),
+  // so the one that decides the claim is in view beside the others. They start unfolded.
+  const LONG_PASSAGE = 400; // characters: about five lines of the passage column
+  function fold(passage, folded) {
+    const button = passage && passage.querySelector(".passage-fold");
+    if (!button) return;
+    if (folded === undefined) folded = !passage.classList.contains("folded");
+    passage.classList.toggle("folded", folded);
+    button.setAttribute("aria-expanded", String(!folded));
+    const name = document.createElement("span");
+    name.className = "visually-hidden";
+    name.textContent = " passage " + passage.dataset.passage;
+    button.replaceChildren(folded ? "Show all" : "Fold", name);
+  }
+  passages.forEach((passage) => {
+    const box = passage.querySelector(".passage-text");
+    const head = passage.querySelector(".passage-head");
+    if (!box || !head || original.get(passage).length <= LONG_PASSAGE) return;
+    if (!box.id) box.id = "passage-text-" + passage.dataset.passage.replace(/[^A-Za-z0-9_-]/g, "_");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "link-button passage-fold";
+    button.setAttribute("aria-controls", box.id);
+    button.addEventListener("click", () => fold(passage));
+    head.append(button);
+    passage.classList.add("long");
+    fold(passage, false);
+  });
+
+  function toggleFold() {
+    const passage = targetPassage() || citedPassage();
+    if (!passage || !passage.querySelector(".passage-fold")) return;
+    fold(passage);
+    const folded = passage.classList.contains("folded");
+    announce(`Passage ${passage.dataset.passage} ${folded ? "folded" : "shown in full"}`);
   }
 
   // A focused passage moves a caret and extends a selection like a read-only text field:
@@ -773,6 +903,8 @@
       case "c": citationVerdict("supports"); return true;
       case "C": citationVerdict("does_not_support"); return true;
       case "q": { const quote = field("evidence_quote"); if (quote) quote.focus(); return true; }
+      case ".": quoteSentence(); return true;
+      case "v": toggleFold(); return true;
       case "n": field("note").focus(); return true;
       default: return false;
     }
@@ -799,6 +931,15 @@
     }
     if (key === "Enter") {
       if (taskFocus(el)) { event.preventDefault(); enter(); }
+      return;
+    }
+    // Undo the submit just made (the notice's button): Backspace always, z with shortcuts on.
+    const undo = document.getElementById("undo-form");
+    if (undo && (key === "Backspace" || (key === "z" && shortcutsOn)) &&
+      !(el && el.matches && el.matches("select"))) {
+      event.preventDefault();
+      announce("Undoing the submit…");
+      undo.requestSubmit();
       return;
     }
     if (key === "ArrowDown" || key === "ArrowUp") {

@@ -96,6 +96,14 @@ def test_a_reviewer_s_pages_have_no_serious_accessibility_violation(page, demo, 
     login(page, done.reviewer)
     check(page, f"/p/demo/tasks/{done.answer.task_number}/", problems)
     check(page, "/p/demo/tasks/", problems)
+    for doc in ("bundle-format", "gold-export", "judge-runs", "ragas", "api"):
+        check(page, f"/docs/{doc}/", problems)
+    # at phone width: the task, and the docs whose code blocks then scroll sideways
+    page.set_viewport_size({"width": 390, "height": 844})
+    check(page, f"/p/demo/tasks/{done.answer.task_number}/", problems)
+    for doc in ("bundle-format", "api"):
+        check(page, f"/docs/{doc}/", problems)
+    page.set_viewport_size({"width": 1280, "height": 800})
     # the queue empty: alice has labelled every answer she can
     Answer.objects.filter(project=demo).exclude(assignments__reviewer=done.reviewer).update(
         task_number=None
@@ -137,5 +145,19 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
     page.goto("/p/demo/adjudicate/")
     page.locator("table a[href^='/p/demo/adjudicate/']").first.click()
     page.wait_for_url(re.compile(r"/p/demo/adjudicate/\d+/$"))
-    check(page, None, problems)  # the adjudication screen
+    check(page, None, problems)  # the adjudication screen, focus on its first field
+    page.keyboard.press("a")
+    page.keyboard.press("R")  # a claim's own rationale, unfolded
+    page.keyboard.press("Escape")
+    page.keyboard.press("?")
+    check(page, None, problems)  # its keys
+    page.keyboard.press("Escape")
+    page.keyboard.press("Enter")  # no rationale: refused, with the message focused
+    page.wait_for_selector("#adjudication-error:focus")
+    check(page, None, problems)
+    # the evaluation report's paired comparison, its tab chosen by the address
+    check(page, "/p/demo/evaluation/?a=baseline&b=verifier#comparison", problems)
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/p/demo/adjudicate/", "/p/demo/judges/", "/p/demo/evaluation/", "/p/demo/gold/"):
+        check(page, path, problems)
     assert problems == [], "\n".join(problems)

@@ -1,7 +1,10 @@
-"""A lead adjudicates from the keyboard in a real browser: a and b choose reviewer A's or B's
-value and move on to the next field, o opens the other value, ? lists the keys; typing in a
-rationale never triggers a key, and arrow keys still move within a field's choices. The
-screen fits a phone: the gold choice is never off-screen."""
+"""A lead adjudicates from the keyboard in a real browser, as quickly as a reviewer labels:
+the page opens on the first field to decide; a and b choose reviewer A's or B's value and move
+on to the next field, o opens the other value, r the task's rationale, Escape leaves any text
+box, Enter saves and opens the next disagreement, ? lists the keys; typing in a rationale
+never triggers a key, arrow keys still move within a field's choices, and letter keys honour
+the single-key-shortcuts preference. The screen fits a phone: the gold choice is never
+off-screen."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.adjudication.queue import adjudication_queue
+from annotate.gold.pairs import PENDING, pairs_for_project
 from annotate.imports.label_import import import_labels
 from annotate.members.services import add_member
 from annotate.models import Decision
@@ -53,6 +57,131 @@ def focused_row_index(page) -> int:
     )
 
 
+class Keys:
+    """The page's keyboard, counting every key pressed (text typed into a box is not a key)."""
+
+    def __init__(self, page):
+        self.page, self.count = page, 0
+
+    def press(self, *keys: str) -> None:
+        for key in keys:
+            self.page.keyboard.press(key)
+            self.count += 1
+
+
+def pending_fields(demo, number: int) -> list:
+    from annotate.models import Answer
+
+    answer = Answer.objects.get(project=demo, task_number=number)
+    answer_pairs, claim_pairs = pairs_for_project(demo, answer_ids=[answer.pk])
+    return [
+        (pair, name)
+        for pair in [*answer_pairs, *claim_pairs]
+        for name, source in pair.source.items()
+        if source == PENDING
+    ]
+
+
+def two_field_dispute(demo) -> int:
+    """The task number of a disagreement with exactly two fields to decide (the demo has one)."""
+    for item in adjudication_queue(demo):
+        if len(pending_fields(demo, item.task_number)) == 2:
+            return item.task_number
+    raise AssertionError("the demo has no disagreement of two fields")
+
+
+def test_a_dispute_of_two_fields_is_decided_and_saved_in_six_keys(page, demo, lead):
+    """From page load: focus is on the first field to decide; a, b decide both; r, the
+    rationale typed, Escape, Enter save and open the next disagreement: 5 keys."""
+    login(page, lead)
+    number = two_field_dispute(demo)
+    page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
+    rows = page.locator("tr.field-row.undecided")
+    expect(rows).to_have_count(2)
+    expect(rows.first.locator("input[value=a]")).to_be_focused()  # no Tab needed
+    keys = Keys(page)
+    keys.press("a")
+    expect(rows.nth(1).locator("input[value=a]")).to_be_focused()
+    keys.press("b")
+    keys.press("r")
+    expect(page.locator("#task-rationale")).to_be_focused()
+    page.keyboard.type("A quotes the passage.")  # text, not keys
+    keys.press("Escape")  # out of the box: the next letters are keys again
+    expect(page.locator("#task-rationale")).not_to_be_focused()
+    assert page.evaluate("document.activeElement.closest('tr.field-row') !== null")
+    keys.press("Enter")
+    page.wait_for_url(lambda url: f"/adjudicate/{number}/" not in url)
+    assert keys.count <= 6, keys.count
+    saved = Decision.objects.filter(decided_by=lead, answer__task_number=number)
+    assert saved.count() == 2
+    assert {d.rationale for d in saved} == {"A quotes the passage."}
+    assert pending_fields(demo, number) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pass 2 of #34: services.adjudicate still requires a rationale for each decision",
+)
+def test_a_dispute_of_two_fields_needs_no_rationale_a_b_enter(page, demo, lead):
+    login(page, lead)
+    number = two_field_dispute(demo)
+    page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
+    keys = Keys(page)
+    keys.press("a", "b", "Enter")
+    page.wait_for_url(lambda url: f"/adjudicate/{number}/" not in url, timeout=5_000)
+    assert keys.count == 3 and pending_fields(demo, number) == []
+
+
+def test_escape_leaves_every_text_box_so_letters_are_keys_again(page, demo, lead):
+    """The issue's "A quotes the passage.jjjjjjr": after Escape, j moves between fields
+    instead of being typed into the rationale."""
+    login(page, lead)
+    open_first_disagreement(page, demo)
+    box = page.locator("#task-rationale")
+    page.keyboard.press("r")
+    page.keyboard.type("A quotes the passage.")
+    page.keyboard.press("Escape")
+    before = focused_row_index(page)
+    page.keyboard.press("j")
+    expect(box).to_have_value("A quotes the passage.")
+    assert focused_row_index(page) == before + 1
+    # a claim's own rationale (⇧R), then Escape, back to its field
+    page.keyboard.press("R")
+    claim_box = page.locator(".rationale-field textarea:focus")
+    expect(claim_box).to_have_count(1)
+    page.keyboard.type("claim")
+    page.keyboard.press("Escape")
+    page.keyboard.press("k")
+    expect(page.locator(".rationale-field textarea").first).to_have_value("claim")
+    assert focused_row_index(page) == before
+    # the "other" list too
+    page.keyboard.press("o")
+    expect(page.locator("tr.field-row select:focus")).to_have_count(1)
+    page.keyboard.press("Escape")
+    assert page.evaluate("document.activeElement.type") == "radio"
+
+
+def test_with_single_key_shortcuts_off_letters_do_nothing_but_enter_and_escape_work(
+    page, demo, lead
+):
+    """WCAG 2.1.4: the preference that turns letter keys off on the labelling screen holds
+    here too (the template reads `shortcuts`; its view passes the preference)."""
+    from annotate.labelling.preferences import set_preferences
+
+    set_preferences(user=lead, single_key_shortcuts=False)
+    login(page, lead)
+    number = open_first_disagreement(page, demo)
+    if page.locator("#adjudication[data-shortcuts=off]").count() == 0:
+        pytest.xfail("pass 2 of #34: the adjudicate view does not pass the preference yet")
+    first = page.locator("tr.field-row.undecided").first
+    page.keyboard.press("a")
+    assert checked(first) is None
+    expect(page.locator("#adjudication kbd:not(.always)").first).to_be_hidden()
+    page.keyboard.press("Enter")  # nothing chosen: refused, and focus goes to the message
+    expect(page.locator("#adjudication-error")).to_be_focused()
+    assert f"/adjudicate/{number}/" in page.url
+
+
 def test_keys_choose_a_or_b_and_move_field_to_field(page, demo, lead):
     page.set_viewport_size({"width": 1440, "height": 900})
     errors = []
@@ -74,17 +203,26 @@ def test_keys_choose_a_or_b_and_move_field_to_field(page, demo, lead):
     page.keyboard.press("Escape")
     expect(page.locator("#adjudication-keys")).to_be_hidden()
 
-    # a: the first undecided field takes A's value and the focus moves to the next field
+    # a: the first undecided field takes A's value and the focus moves to the next field to
+    # decide (fields agreed already are passed over)
     first = rows.first
     all_rows = page.locator("tr.field-row")
-    start = all_rows.evaluate_all("(rs, el) => rs.indexOf(el)", first.element_handle())
+    undecided = all_rows.evaluate_all(
+        "rs => rs.flatMap((r, i) => r.classList.contains('undecided') ? [i] : [])"
+    )
+    assert len(undecided) >= 3
+    start = undecided[0]
+    expect(first.locator("input[value=a]")).to_be_focused()
     page.keyboard.press("a")
     assert checked(first) == "a"
-    assert focused_row_index(page) == start + 1
+    assert focused_row_index(page) == undecided[1]
     # b on the field that has focus now
     page.keyboard.press("b")
-    assert checked(all_rows.nth(start + 1)) == "b"
-    assert focused_row_index(page) == start + 2
+    assert checked(all_rows.nth(undecided[1])) == "b"
+    assert focused_row_index(page) == undecided[2]
+    # j and k step through every field, k back to the one just decided
+    page.keyboard.press("k")
+    assert focused_row_index(page) < undecided[2]
 
     # Arrow keys are the radio group's own: they move within the field, not between fields.
     first.locator("input[value=a]").focus()
@@ -92,8 +230,7 @@ def test_keys_choose_a_or_b_and_move_field_to_field(page, demo, lead):
     assert checked(first) == "b" and focused_row_index(page) == start
 
     # Typing in a rationale is text, never a key.
-    item = first.locator(ITEM)
-    box = item.locator(".rationale-field textarea")
+    box = page.locator("#task-rationale")
     box.click()
     box.press_sequentially("a bog jam")
     expect(box).to_have_value("a bog jam")
@@ -111,15 +248,16 @@ def test_keys_choose_a_or_b_and_move_field_to_field(page, demo, lead):
     assert checked(first) == "other"
     page.keyboard.press("Tab")
 
-    # r goes to the rationale of the field's item
+    # r goes to the task's rationale; the claim's own is optional and folded
     first.locator("input[value=other]").focus()
     page.keyboard.press("r")
     expect(box).to_be_focused()
+    expect(first.locator(ITEM).locator(".rationale-field textarea")).to_be_hidden()
     screenshot(page, "adjudication-1440")
     page.get_by_role("button", name="Save and next disagreement").click()
-    expect(page.locator(".flash.success")).to_contain_text("decision(s) saved")
+    expect(page.locator(".flash.success")).to_contain_text("saved")
     saved = Decision.objects.filter(decided_by=lead)
-    assert saved.exists() and all(d.rationale == "a bog jam" for d in saved if d.claim_id)
+    assert saved.exists() and all(d.rationale == "a bog jam" for d in saved)
     assert errors == []
 
 

@@ -50,10 +50,7 @@ def test_lead_reads_agreement_adjudicates_and_downloads_valid_gold(page, demo, l
     assert "baseline" not in page.content() and "verifier" not in page.content()
     first_open = page.locator("tr.differs").first
     first_open.locator("label").filter(has=page.locator("input[value=b]")).click()
-    item = first_open.locator(
-        "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' adjudication-item ')]"
-    )
-    item.locator(".rationale-field textarea").fill(
+    page.get_by_label("Rationale for this task").fill(
         "Reviewer B followed the guideline on supplied passages."
     )
     screenshot(page, "adjudication-screen")

@@ -1,6 +1,7 @@
 """A lead opens a large project's agreement report before any was stored: the page waits in
 place (no reload every few seconds, which would move a screen reader's or keyboard user's
-place back to the top), and shows the report once, by itself, when the worker has stored it."""
+place back to the top), and shows the report once, by itself, when the worker has stored it.
+Without scripts it offers a link to reload (tests/browser/test_live_regions.py)."""
 
 from __future__ import annotations
 
@@ -47,20 +48,3 @@ def test_the_waiting_page_stays_put_and_shows_the_report_when_it_is_stored(
     expect(page.locator('[data-report-freshness="current"]')).to_be_visible(timeout=10_000)
     expect(page.locator("table.agreement").first).to_contain_text("Support")
     assert page.evaluate("() => window.stillTheSamePage === undefined")  # reloaded, once
-
-
-def test_without_scripts_the_waiting_page_reloads_itself(
-    browser, live_server, demo, lead, settings, database_tasks
-):
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
-    context = browser.new_context(java_script_enabled=False, base_url=live_server.url)
-    page = context.new_page()
-    try:
-        login(page, lead)
-        page.goto(f"/p/{demo.slug}/agreement/")
-        expect(page.get_by_role("heading", name="Being computed")).to_be_visible()
-        for task in DBTaskResult.objects.all():
-            refresh_report.call(*task.args_kwargs["args"])
-        expect(page.locator('[data-report-freshness="current"]')).to_be_visible(timeout=10_000)
-    finally:
-        context.close()

@@ -1,6 +1,9 @@
 """Screenshots of the main screens at a desktop width (1440) and a phone width (390), saved as
-test artifacts (test-artifacts/*.png) for a person to look at. Each shot also checks the one
-layout rule a picture most often breaks: nothing wider than the window."""
+test artifacts (test-artifacts/*.png) for a person to look at: the labelling screen and the
+reviewer's tasks; the adjudication screen and queue, gold, agreement, evaluation (and its
+paired comparison), the judges list and a run's calibration, the members (reviewers) page and
+a docs page. Each shot also checks the one layout rule a picture most often breaks: nothing
+wider than the window."""
 
 from __future__ import annotations
 
@@ -61,6 +64,12 @@ def test_screenshots_of_the_reviewer_screen(browser, live_server, demo, outsider
         page.wait_for_function("() => !document.querySelector('.htmx-request')")
         screenshot(page, f"labelling-{width}")
         no_horizontal_scroll(page)
+        # the reviewer's own list of tasks
+        page.goto("/p/demo/tasks/")
+        screenshot(page, f"my-tasks-{width}")
+        no_horizontal_scroll(page)
+        page.go_back()
+        page.wait_for_selector("body.js")
         # The sticky task bar never covers the control that has focus (scroll-padding).
         bar = page.locator("#task-bar")
         for key, focused in (("q", "#quote"), ("n", "#claim-note"), ("N", "#answer-note")):
@@ -96,9 +105,15 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
         page.wait_for_url(re.compile(r"/p/demo/adjudicate/\d+/$"))
         shots = [
             ("adjudication", None),
+            ("queue", "/p/demo/adjudicate/"),
+            ("gold", "/p/demo/gold/"),
             ("agreement", "/p/demo/agreement/"),
             ("evaluation", "/p/demo/evaluation/?a=baseline&b=verifier"),
+            ("evaluation-comparison", "/p/demo/evaluation/?a=baseline&b=verifier#comparison"),
+            ("judges", "/p/demo/judges/"),
             ("calibration", f"/p/demo/judges/{run.pk}/"),
+            ("reviewers", "/p/demo/members/"),
+            ("docs", "/docs/bundle-format/"),
         ]
         for name, path in shots:
             if path:

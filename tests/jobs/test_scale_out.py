@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +26,7 @@ from tests.workers import ROOT, child_env, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-PORTS = (8792, 8793)
+SERVERS = 2  # app servers, each on a port the OS assigns (see listening_sockets)
 REVIEWERS = 8
 CASES = 15  # two variants each: 30 answers, 60 label sets at an overlap of 2
 PASSWORD = "scale-out-password-7"
@@ -84,10 +85,10 @@ class Browser:
     """One person's cookies, sent to whichever server comes next (as a load balancer without
     sticky sessions would): a session made on one server must hold on the other."""
 
-    def __init__(self, username: str):
+    def __init__(self, username: str, ports: list[int]):
         self.username = username
         self.http = requests.Session()
-        self.servers = cycle(f"http://127.0.0.1:{port}" for port in PORTS)
+        self.servers = cycle(f"http://127.0.0.1:{port}" for port in ports)
         self.refused: list[str] = []
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
@@ -140,31 +141,87 @@ def label_until_done(person: Browser, slug: str, claims_of: dict[int, int], done
         location = submitted.headers["Location"]
 
 
-def start_servers(var_dir) -> list[subprocess.Popen]:
+def listening_sockets(count: int) -> list[socket.socket]:
+    """Sockets listening on ports the OS assigns, for gunicorn to serve on by descriptor
+    (--bind fd://N). No fixed port: two checkouts running this test at once each get their
+    own, and no other process can take a port between its choice and gunicorn's start."""
+    sockets = []
+    for _ in range(count):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        listener.set_inheritable(True)
+        sockets.append(listener)
+    return sockets
+
+
+def port_of(listener: socket.socket) -> int:
+    return listener.getsockname()[1]
+
+
+def start_servers(var_dir, *, workers: int = 2) -> tuple[list[subprocess.Popen], list[int]]:
+    """Gunicorn app servers, one per OS-assigned port: (processes, ports)."""
+    var_dir.mkdir(parents=True, exist_ok=True)
+    sockets = listening_sockets(SERVERS)
+    ports = [port_of(listener) for listener in sockets]
     env = child_env(
         var_dir,
         SECRET_KEY="scale-out-test-secret-key-" + "x" * 40,
         ALLOWED_HOSTS="127.0.0.1",
-        CSRF_TRUSTED_ORIGINS=",".join(f"http://127.0.0.1:{port}" for port in PORTS),
+        CSRF_TRUSTED_ORIGINS=",".join(f"http://127.0.0.1:{port}" for port in ports),
         CLAIMDESK_LOGIN_FAILURE_LIMIT="100",
     )
     servers = []
-    for port in PORTS:
-        log = (var_dir / f"gunicorn-{port}.log").open("wb")
-        servers.append(
-            subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "gunicorn", "config.wsgi"),
-                    *("--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "180"),
-                    *("--access-logfile", "-"),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+    try:
+        for listener, port in zip(sockets, ports, strict=True):
+            log = (var_dir / f"gunicorn-{port}.log").open("wb")
+            servers.append(
+                subprocess.Popen(
+                    [
+                        *(sys.executable, "-m", "gunicorn", "config.wsgi"),
+                        *("--bind", f"fd://{listener.fileno()}", "--workers", str(workers)),
+                        *("--timeout", "180", "--access-logfile", "-"),
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(listener.fileno(),),
+                )
             )
-        )
-    return servers
+    finally:
+        for listener in sockets:  # the servers hold them now
+            listener.close()
+    return servers, ports
+
+
+def up(port: int) -> bool:
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).ok
+    except requests.RequestException:
+        return False
+
+
+def stop(servers: list[subprocess.Popen]) -> None:
+    for server in servers:
+        server.terminate()
+    for server in servers:
+        server.wait(timeout=30)
+
+
+def test_two_copies_of_the_servers_run_at_once_on_ports_of_their_own(tmp_path):
+    """What two checkouts running the suite at once do: each starts its app servers, and
+    neither collides with the other (the servers used to bind the fixed ports 8792/8793)."""
+    first, first_ports = start_servers(tmp_path / "one", workers=1)
+    second, second_ports = start_servers(tmp_path / "two", workers=1)
+    try:
+        ports = first_ports + second_ports
+        assert len(set(ports)) == 4 and not set(ports) & {8792, 8793}
+        for port in ports:
+            wait_for(lambda port=port: up(port), f"gunicorn on {port}", timeout=60, every=0.3)
+        assert all(server.poll() is None for server in first + second)
+    finally:
+        stop(first + second)
 
 
 def test_two_app_servers_and_a_worker_share_the_work_of_eight_reviewers(
@@ -173,21 +230,14 @@ def test_two_app_servers_and_a_worker_share_the_work_of_eight_reviewers(
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
     lead.set_password(PASSWORD)
     lead.save()
-    servers = start_servers(tmp_path)
+    servers, ports = start_servers(tmp_path)
     worker = workers(SECRET_KEY="scale-out-test-secret-key-" + "x" * 40)
     try:
-
-        def up(port):
-            try:
-                return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).ok
-            except requests.RequestException:
-                return False
-
-        for port in PORTS:
+        for port in ports:
             wait_for(lambda port=port: up(port), f"gunicorn on {port}", timeout=60, every=0.3)
 
         # The lead uploads to one server and follows the job on the other.
-        boss = Browser(lead.username)
+        boss = Browser(lead.username, ports)
         boss.login()
         form = boss.request("GET", "/projects/new/")
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
@@ -225,7 +275,7 @@ def test_two_app_servers_and_a_worker_share_the_work_of_eight_reviewers(
             a.task_number: a.claims.count()
             for a in Answer.objects.filter(project=project).prefetch_related("claims")
         }
-        people = [Browser(f"reviewer{n}") for n in range(REVIEWERS)]
+        people = [Browser(f"reviewer{n}", ports) for n in range(REVIEWERS)]
         done: dict[str, list[int]] = {p.username: [] for p in people}
         failures: list[BaseException] = []
 
@@ -243,16 +293,13 @@ def test_two_app_servers_and_a_worker_share_the_work_of_eight_reviewers(
         assert not any(t.is_alive() for t in threads), "a reviewer never finished"
         assert not failures, failures
     finally:
-        for server in servers:
-            server.terminate()
-        for server in servers:
-            server.wait(timeout=30)
+        stop(servers)
 
     # Sessions held on both servers: nobody was ever sent to log in, refused or shown a 500.
     assert not [r for p in people for r in p.refused], [r for p in people for r in p.refused]
     assert not boss.refused, boss.refused
     # Both servers took part in the labelling.
-    for port in PORTS:
+    for port in ports:
         log = (tmp_path / f"gunicorn-{port}.log").read_text()
         assert log.count('"POST /p/scale/tasks/') > 20, log[-2000:]
 

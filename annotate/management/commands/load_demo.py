@@ -1,6 +1,7 @@
 """Load the demo project once: the course-notes bundle, a lead and two reviewers, labelling
 opened, and the reviewers' demo labels, so every page has something real to show."""
 
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -62,10 +63,23 @@ class Command(BaseCommand):
         if lead is not None:
             allow_creating_projects(user=lead.user)
             allow_adding_anyone(user=lead.user)
-        self.stdout.write(f"Log in at http://127.0.0.1:8000/ with (password: {PASSWORD}):")
+        self.stdout.write(f"Log in at {demo_url()} with (password: {PASSWORD}):")
         for username, role in PEOPLE:
             extra = " (may create projects and add anyone)" if username == DEMO_LEAD else ""
             self.stdout.write(f"  {username:<6} {role}{extra}")
+
+
+def demo_url() -> str:
+    """Where `make run` serves: bin/run-dev passes ADDRESS (default 127.0.0.1:8000) to
+    runserver, which takes a port, host:port or [ipv6]:port; a server on every interface
+    (0.0.0.0, ::) is reached on this machine at 127.0.0.1."""
+    address = os.environ.get("ADDRESS", "").strip() or "127.0.0.1:8000"
+    host, _, port = address.rpartition(":")
+    if not host and not port.isdigit():  # a host alone: runserver's default port
+        host, port = port, "8000"
+    if host in ("", "0.0.0.0", "0", "[::]"):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}/"
 
 
 @transaction.atomic
