@@ -320,9 +320,9 @@ def test_the_content_version_moves_with_the_answers_not_with_the_labels(labelled
 def test_the_set_up_page_checks_blinding_once_while_reviewers_label(
     client, labelled, lead, monkeypatch
 ):
-    from annotate.labelling import selectors
+    from annotate.projects import views
 
-    checks = project_calls(monkeypatch, selectors, "blinding_check")
+    checks = project_calls(monkeypatch, views, "blinding_check")
     lead.set_password(PASSWORD)
     lead.save()
     client.login(username=lead.username, password=PASSWORD)
