@@ -1,0 +1,23 @@
+"""The labelling domain: projects, their data, reviewers' labels, adjudication and gold.
+
+The folders are the capabilities; each holds its services (writes: keyword-only, atomic),
+selectors (reads), views and forms, and its package docstring names its modules:
+
+- projects/: creating a project, its set-up (dashboard, guidelines, label schema, claim
+  boundaries, the blinding check) and opening labelling
+- imports/: everything that brings data in: the bundle parser, bundle, Ragas, label and gold
+  imports, the upload pages; and the bundle export
+- queue/: which task a reviewer gets next, skipping, releasing abandoned tasks
+- labelling/: the reviewer's screen: drafts, checks, submitting, reopening, preferences
+- adjudication/: the adjudication queue and screen, a lead's decisions
+- gold/: gold derived from the pairs and imported gold, the gold page and export
+- members/: who is in a project in which role, API tokens, the locked-out login page
+- api/: the REST API, one module per capability, and the base every API shares
+- common/: what every capability uses (errors, roles and the project_view decorator, bulk
+  writes, JSON and CSV safety, paging, the docs pages)
+
+At the top: models.py (every model, with migrations/), schema.py (the label schema, pure),
+admin.py, urls.py (every page, named by its folder), and report_cache.py and stored_shares.py
+(the per-data-version cache of derived reads). management/commands/ and templatetags/ are
+where Django finds them.
+"""

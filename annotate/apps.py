@@ -6,4 +6,4 @@ class AnnotateConfig(AppConfig):
     verbose_name = "Labelling"
 
     def ready(self):
-        from annotate import lookups  # noqa: F401  (registers `__any`)
+        from annotate.common import lookups  # noqa: F401  (registers `__any`)

@@ -9,6 +9,9 @@ A foreign key that leads a unique constraint or an index of its model has no ind
 (`db_index=False`): the composite index serves every lookup by the key alone, and each index
 is one more write for every row an import copies in or a reviewer saves. The one exception,
 Answer.project, says why at the field; tests/test_redundant_indexes.py keeps it so.
+
+Every model of the app is here, about 700 lines, on purpose: the migrations are written
+against this one module, and the capabilities' folders (see annotate/__init__.py) all read it.
 """
 
 from django.conf import settings

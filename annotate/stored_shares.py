@@ -1,4 +1,4 @@
-"""The pair summary's shares (gold.AnswerShare) kept in the database, beside each process's
+"""The pair summary's shares (AnswerShare) kept in the database, beside each process's
 copy in memory (selectors.PairShares).
 
 A process derives a share the first time it needs one: at 10,000 answers every pair, 1.3 s of
@@ -8,7 +8,7 @@ deploy. Stored with the label state it was derived from, a share is read back by
 while that state holds; an answer whose labels changed is derived again and stored again.
 
 A share is read back only when all of these are as when it was derived:
-- the answer's label state (gold.label_states: its submitted label sets and decisions);
+- the answer's label state (label_states: its submitted label sets and decisions);
 - the project's content (annotate.report_cache's content version: claims, schema, cases) and
   the code that derives gold (jobs.reports.CODE_VERSION), together its `generation`;
 - its age: within CLAIMDESK_REPORT_MAX_AGE_SECONDS, as for stored reports, so that a change
@@ -25,7 +25,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from annotate import bulk, gold
+from annotate.common import bulk
+from annotate.gold.summary import AnswerShare
 from annotate.models import Project, StoredShare
 
 # Reading a whole project's shares is one query; a few changed answers are read by key.
@@ -41,19 +42,17 @@ VACUUM_FROM = 1000
 
 def generation(content_version: str) -> str:
     """The project's content and the code that derives gold, as one key."""
-    from jobs.reports import CODE_VERSION  # the digest of annotate/gold.py among others
+    from jobs.reports import CODE_VERSION  # the digest of annotate/gold/ among others
 
     return hashlib.sha256(f"{content_version}:{CODE_VERSION}".encode()).hexdigest()[:32]
 
 
 def state_key(state: tuple) -> str:
-    """A label state (gold.label_states: integers and None) as stored."""
+    """A label state (label_states: integers and None) as stored."""
     return repr(state)
 
 
-def read(
-    project: Project, generation: str, states: dict[int, tuple]
-) -> dict[int, gold.AnswerShare]:
+def read(project: Project, generation: str, states: dict[int, tuple]) -> dict[int, AnswerShare]:
     """The stored shares of the answers in `states` (answer pk -> its label state now) that
     were derived from that very state, in this generation, recently enough."""
     if not states:
@@ -72,7 +71,7 @@ def read(
 
 
 def _share(split, answer_state, agreed, adjudicated, pending, score, fields, beyond_two):
-    return gold.AnswerShare(
+    return AnswerShare(
         split=split,
         answer_state=answer_state,
         claim_states=(agreed, adjudicated, pending),
@@ -83,18 +82,18 @@ def _share(split, answer_state, agreed, adjudicated, pending, score, fields, bey
 
 
 def write(
-    project: Project, generation: str, derived: Iterable[tuple[int, tuple, gold.AnswerShare]]
+    project: Project, generation: str, derived: Iterable[tuple[int, tuple, AnswerShare]]
 ) -> None:
     """Store shares just derived, (answer pk, the label state it was derived from, share),
     in place of the answers' earlier ones: one row an answer at most, whatever its
     generation (a row of another generation is never read). Written with COPY
-    (annotate.bulk): bulk_create's upsert of 10,000 shares took 0.9 s."""
+    (annotate.common.bulk): bulk_create's upsert of 10,000 shares took 0.9 s."""
     derived = list(derived)
     if not derived:
         return
     stamp = StoredShare._meta.get_field("derived_at").get_db_prep_save(timezone.now(), connection)
 
-    def row(pk: int, state: tuple, share: gold.AnswerShare) -> list:
+    def row(pk: int, state: tuple, share: AnswerShare) -> list:
         agreed, adjudicated, pending = share.claim_states
         values = {
             "answer_id": pk,

@@ -1,40 +1,53 @@
+"""The pages of annotate, by capability: each view is named by the folder it lives in."""
+
 from django.urls import path
 
-from annotate import docs_views, lead_views, views
-from annotate.access import project_creators_only
+from annotate.adjudication import views as adjudication
+from annotate.common import docs_views
+from annotate.gold import views as gold
+from annotate.imports import views as imports
+from annotate.labelling import views as labelling
+from annotate.members import views as members
+from annotate.projects import views as projects
+from annotate.projects.access import project_creators_only
+from annotate.queue import views as queue
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", projects.home, name="home"),
     # the format docs, for signed-in users
     path("docs/<slug:name>/", docs_views.doc, name="doc"),
     path("docs/<str:filename>", docs_views.doc_file, name="doc_file"),
     # reviewer
-    path("p/<slug:slug>/", views.project_page, name="project"),
-    path("p/<slug:slug>/next/", views.take_next, name="take_next"),
-    path("p/<slug:slug>/done/", views.queue_empty, name="queue_empty"),
-    path("p/<slug:slug>/tasks/", views.my_tasks, name="my_tasks"),
-    path("p/<slug:slug>/tasks/<int:number>/", views.task, name="task"),
+    path("p/<slug:slug>/", queue.project_page, name="project"),
+    path("p/<slug:slug>/next/", queue.take_next, name="take_next"),
+    path("p/<slug:slug>/done/", queue.queue_empty, name="queue_empty"),
+    path("p/<slug:slug>/tasks/", labelling.my_tasks, name="my_tasks"),
+    path("p/<slug:slug>/tasks/<int:number>/", labelling.task, name="task"),
     path(
         "p/<slug:slug>/tasks/<int:number>/claims/<int:index>/",
-        views.save_claim,
+        labelling.save_claim,
         name="save_claim",
     ),
-    path("p/<slug:slug>/tasks/<int:number>/answer/", views.save_answer, name="save_answer"),
-    path("p/<slug:slug>/tasks/<int:number>/submit/", views.submit, name="submit"),
-    path("p/<slug:slug>/tasks/<int:number>/skip/", views.skip, name="skip"),
-    path("p/<slug:slug>/tasks/<int:number>/reopen/", views.reopen, name="reopen"),
+    path("p/<slug:slug>/tasks/<int:number>/answer/", labelling.save_answer, name="save_answer"),
+    path("p/<slug:slug>/tasks/<int:number>/submit/", labelling.submit, name="submit"),
+    path("p/<slug:slug>/tasks/<int:number>/skip/", labelling.skip, name="skip"),
+    path("p/<slug:slug>/tasks/<int:number>/reopen/", labelling.reopen, name="reopen"),
     # lead
-    path("projects/new/", project_creators_only(lead_views.project_new), name="project_new"),
-    path("p/<slug:slug>/setup/", lead_views.project_setup, name="project_setup"),
-    path("p/<slug:slug>/upload/", lead_views.project_upload, name="project_upload"),
-    path("p/<slug:slug>/members/", lead_views.members, name="members"),
-    path("p/<slug:slug>/guidelines/", lead_views.guidelines, name="guidelines"),
-    path("p/<slug:slug>/claims/", lead_views.boundaries, name="boundaries"),
-    path("p/<slug:slug>/claims/<int:answer_pk>/", lead_views.boundary_edit, name="boundary_edit"),
-    path("p/<slug:slug>/open/", lead_views.open_project, name="open_labelling"),
-    path("p/<slug:slug>/schema/", lead_views.label_schema, name="label_schema"),
-    path("p/<slug:slug>/adjudicate/", views.adjudication_queue, name="adjudication_queue"),
-    path("p/<slug:slug>/adjudicate/<int:number>/", views.adjudicate, name="adjudicate"),
-    path("p/<slug:slug>/gold/", views.gold_page, name="gold"),
-    path("p/<slug:slug>/gold.<str:fmt>", views.gold_download, name="gold_download"),
+    path("projects/new/", project_creators_only(imports.project_new), name="project_new"),
+    path("p/<slug:slug>/setup/", projects.project_setup, name="project_setup"),
+    path("p/<slug:slug>/upload/", imports.project_upload, name="project_upload"),
+    path("p/<slug:slug>/members/", members.members, name="members"),
+    path("p/<slug:slug>/guidelines/", projects.guidelines, name="guidelines"),
+    path("p/<slug:slug>/claims/", projects.boundaries, name="boundaries"),
+    path("p/<slug:slug>/claims/<int:answer_pk>/", projects.boundary_edit, name="boundary_edit"),
+    path("p/<slug:slug>/open/", projects.open_project, name="open_labelling"),
+    path("p/<slug:slug>/schema/", projects.label_schema, name="label_schema"),
+    path(
+        "p/<slug:slug>/adjudicate/",
+        adjudication.adjudication_queue,
+        name="adjudication_queue",
+    ),
+    path("p/<slug:slug>/adjudicate/<int:number>/", adjudication.adjudicate, name="adjudicate"),
+    path("p/<slug:slug>/gold/", gold.gold_page, name="gold"),
+    path("p/<slug:slug>/gold.<str:fmt>", gold.gold_download, name="gold_download"),
 ]

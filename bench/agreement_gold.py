@@ -32,7 +32,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
     """Two submitted label sets per answer, inserted in bulk."""
     from django.utils import timezone
 
-    from annotate import bulk
+    from annotate.common import bulk
     from annotate.models import Answer, Assignment, Claim, ClaimLabel
 
     rng = random.Random(7)
@@ -169,9 +169,11 @@ def main() -> None:
     setup_bench_database()
     from django.db import transaction
 
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Project
-    from annotate.services import add_member, import_bundle, open_labelling
-    from evaluation.agreement_report import agreement_report
+    from annotate.projects.opening import open_labelling
+    from evaluation.reports.agreement import agreement_report
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"

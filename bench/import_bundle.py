@@ -122,8 +122,8 @@ def main() -> None:
     setup_bench_database()
     from django.db import connection
 
+    from annotate.imports.bundle_import import import_bundle
     from annotate.models import Answer, Citation, Claim, RetrievedPassage
-    from annotate.services import import_bundle
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"

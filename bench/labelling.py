@@ -158,7 +158,7 @@ def expect_status(status: int):
 
 def label_half(assignment) -> None:
     """Draft labels on every other claim, so the page renders both states."""
-    from annotate.services import save_claim_label
+    from annotate.labelling.services import save_claim_label
 
     for claim in assignment.answer.claims.prefetch_related("citations__passage"):
         if claim.ordinal % 2:
@@ -178,7 +178,7 @@ def label_half(assignment) -> None:
 
 
 def label_all(assignment) -> None:
-    from annotate.services import save_answer_label, save_claim_label
+    from annotate.labelling.services import save_answer_label, save_claim_label
 
     for claim in assignment.answer.claims.prefetch_related("citations__passage"):
         citations = {c.cited_id: "supports" for c in claim.citations.all()}
@@ -197,8 +197,10 @@ def main() -> None:
     from django.test import Client
     from django.urls import reverse
 
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Answer, Assignment, Role
-    from annotate.services import add_member, import_bundle, open_labelling
+    from annotate.projects.opening import open_labelling
 
     started = time.perf_counter()
     project = import_bundle(lines=bundle_lines(), project_slug="bench").project

@@ -71,8 +71,10 @@ def build() -> dict:
     from django.core.management import call_command
     from django.db import connection, transaction
 
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Answer, Assignment, Project
-    from annotate.services import add_member, import_bundle, open_labelling
+    from annotate.projects.opening import open_labelling
 
     call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
     figures = {}

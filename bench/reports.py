@@ -34,11 +34,13 @@ SLUG = "reports"
 def build() -> None:
     from django.db import connection, transaction
 
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
     from annotate.models import Claim
-    from annotate.services import add_member, import_bundle, open_labelling
+    from annotate.projects.opening import open_labelling
     from bench.agreement_gold import label_everything
     from bench.import_bundle import write_bundle
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.jsonl"

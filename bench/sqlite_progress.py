@@ -40,7 +40,7 @@ def main() -> None:
     from django.core.files import File
     from django.core.management import call_command
 
-    from annotate.services import allow_creating_projects
+    from annotate.projects.services import allow_creating_projects
     from jobs import services
     from jobs.models import Job
 

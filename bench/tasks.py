@@ -64,8 +64,10 @@ def main() -> None:
     from django.db import connection
     from django_tasks_db.models import DBTaskResult
 
-    from annotate import exports
-    from annotate.services import add_member, allow_creating_projects, open_labelling
+    from annotate.gold.exports import gold_size
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
+    from annotate.projects.services import allow_creating_projects
     from jobs import reports, services
     from jobs.models import Job, StoredReport
 
@@ -121,7 +123,7 @@ def main() -> None:
             claims = label_everything(project, reviewers)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        rows = exports.gold_size(project)
+        rows = gold_size(project)
         print(f"labelled: {claims:,} doubly-labelled claims; gold set {rows:,} rows")
 
         queued = time.perf_counter()

@@ -14,8 +14,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from annotate.api.base import DENIED, APIView
 from annotate.api.urls import urlpatterns as annotate_api_urls
-from annotate.api.views import DENIED, APIView
 from config.lazy import lazy_api
 from jobs import api as jobs_api
 

@@ -1,6 +1,6 @@
 """Error responses: JSON under /api/, the site's pages everywhere else.
 
-DRF turns its own exceptions into JSON (annotate.api.views.api_exception_handler, which also
+DRF turns its own exceptions into JSON (annotate.api.base.api_exception_handler, which also
 answers an unexpected exception in an API view with a JSON 500). What happens outside a DRF
 view -- in a middleware, in the URL resolver, in a plain Django view under /api/ -- reaches
 Django's error handlers, named in config.urls; these give an API client the same

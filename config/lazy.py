@@ -2,7 +2,7 @@
 
 The statistics pages import numpy, scipy and scikit-learn (about 150 MB and a second and a
 half); a web worker that only serves labelling pages, and every management command (the
-system checks load the URLconf), should not pay for them. `lazy("evaluation.views.report")`
+system checks load the URLconf), should not pay for them. `lazy("evaluation.views.report.report")`
 stands in for the view and imports it when a request, the CSRF middleware or drf-spectacular
 first asks it for anything.
 """

@@ -6,7 +6,7 @@ from django.db import close_old_connections
 from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
-from annotate import uploads
+from annotate.imports import uploads
 from config.errors import is_api
 
 # What a multipart body may carry beyond the file itself (boundaries, headers, small fields)

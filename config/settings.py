@@ -148,7 +148,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     # Validates nothing: its password_changed hook revokes the person's API tokens.
-    {"NAME": "annotate.tokens.RevokeTokensOnPasswordChange"},
+    {"NAME": "annotate.members.tokens.RevokeTokensOnPasswordChange"},
 ]
 
 # --- Single sign-on: OpenID Connect through mozilla-django-oidc (sso/; README.md) -----------
@@ -228,7 +228,7 @@ AXES_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLAIMDESK_LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "annotate.account_views.locked_out"
+AXES_LOCKOUT_CALLABLE = "annotate.members.account_views.locked_out"
 # A return from the single sign-on provider is no password guess: not counted (sso.views).
 AXES_WHITELIST_CALLABLE = "sso.views.not_a_password_login"
 # Behind reverse proxies, how many of them append to X-Forwarded-For: the client's address is
@@ -258,7 +258,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # The largest bundle, labels or judge-run file accepted, in the browser and the API (see
-# annotate.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
+# annotate.imports.uploads). The Dockerfile's gunicorn --timeout is sized for an import this big.
 CLAIMDESK_MAX_UPLOAD_MB = int(os.environ.get("CLAIMDESK_MAX_UPLOAD_MB", "100"))
 # Bundles can be large; uploads past this size are streamed to a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
@@ -267,7 +267,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "annotate.tokens.TokenAuthentication",
+        "annotate.members.tokens.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -277,7 +277,7 @@ REST_FRAMEWORK = {
 # API tokens (django-rest-knox): stored as SHA-512 digests, sent as `Authorization: Token <key>`,
 # valid for CLAIMDESK_TOKEN_DAYS days; made and revoked on /account/token/.
 # An address that sends this many wrong API tokens within the window gets 429 for every token
-# until the window ends (annotate.tokens.TokenAuthentication; counted per server process).
+# until the window ends (annotate.members.tokens.TokenAuthentication; counted per server process).
 CLAIMDESK_TOKEN_FAILURE_LIMIT = int(os.environ.get("CLAIMDESK_TOKEN_FAILURE_LIMIT", "20"))
 CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS = int(
     os.environ.get("CLAIMDESK_TOKEN_FAILURE_WINDOW_SECONDS", "60")
@@ -356,7 +356,7 @@ CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_M
 # the Django admin, an UPDATE in SQL) moves no data version. Shown meanwhile.
 CLAIMDESK_REPORT_MAX_AGE_SECONDS = int(os.environ.get("CLAIMDESK_REPORT_MAX_AGE_SECONDS", "3600"))
 # Who may create projects: staff and users with the "Can add project" permission
-# (annotate.add_project), or every signed-in user when this is on (annotate.access).
+# (annotate.add_project), or every signed-in user when this is on (annotate.projects.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")
 
 # A task a reviewer took but did not touch for this long returns to the pool.

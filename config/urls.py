@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from annotate import account_views, token_views
+from annotate.labelling.views import preferences
+from annotate.members import token_views
 from config.lazy import lazy
 from sso import views as sso_views
 
@@ -13,12 +14,12 @@ urlpatterns = [
     path("logout/", sso_views.Logout.as_view(), name="logout"),
     path("oidc/", include("sso.urls")),
     path(
-        "p/<slug:slug>/agreement/", lazy("evaluation.agreement_views.agreement"), name="agreement"
+        "p/<slug:slug>/agreement/", lazy("evaluation.views.agreement.agreement"), name="agreement"
     ),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
-    path("p/<slug:slug>/judges/", include("evaluation.judge_urls")),
+    path("p/<slug:slug>/judges/", include("evaluation.judges.urls")),
     path("account/token/", token_views.tokens, name="api_token"),
-    path("account/preferences/", account_views.preferences, name="preferences"),
+    path("account/preferences/", preferences, name="preferences"),
     path("", include("jobs.urls")),
     path("", include("config.api_urls")),
     path("", include("annotate.urls")),

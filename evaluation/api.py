@@ -1,7 +1,6 @@
 """Lead-only API endpoints for the numbers: agreement, evaluation and variant comparison,
-model-judge runs and their calibration. Thin wrappers over evaluation.agreement_report,
-evaluation.reports, evaluation.judges and evaluation.judge_reports; the JSON they return is
-the same as the management commands' `--json`."""
+model-judge runs and their calibration. Thin wrappers over evaluation.reports and
+evaluation.judges.runs; the JSON they return is the same as the management commands' `--json`."""
 
 from __future__ import annotations
 
@@ -11,14 +10,15 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from annotate.api.serializers import FilePart, TextField
-from annotate.api.views import (
+from annotate.api.base import (
     ERROR_400,
     LINE_ERRORS_400,
     TOO_LARGE_413,
     UPLOAD_PARSERS,
+    FilePart,
     LeadView,
     ListView,
+    TextField,
     line_errors,
     query,
     responses,
@@ -26,12 +26,14 @@ from annotate.api.views import (
     upload_file,
     upload_lines,
 )
-from annotate.bundles import BundleInvalid
-from annotate.gold import DEFAULT_SPLIT, SPLITS
-from evaluation import reports
-from evaluation.judges import import_judge_run, self_judged_counts
+from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
+from annotate.imports.lines import BundleInvalid
+from evaluation.judges.runs import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
-from evaluation.reports import AGREEMENT_SLICES
+from evaluation.reports.comparison import compare
+from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
+from evaluation.reports.evaluation import evaluate
+from evaluation.reports.limits import variant_limits
 from jobs import reports as stored_reports
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202
@@ -98,7 +100,7 @@ class EvaluationQuerySerializer(serializers.Serializer):
         required=False,
         help_text="Repeat to choose variants; all by default.",
     )
-    slice = serializers.ChoiceField(choices=reports.SLICES, required=False)
+    slice = serializers.ChoiceField(choices=SLICES, required=False)
     latency_budget_ms = serializers.FloatField(required=False, min_value=0)
     unsupported_limit = serializers.FloatField(required=False, min_value=0, max_value=1)
 
@@ -327,14 +329,14 @@ class Evaluation(LeadView):
             }
         else:
             try:
-                report = reports.evaluate(
+                report = evaluate(
                     self.project, ks=filters["k"], variants=filters.get("variant") or None
                 )
             except ValueError as exc:
                 raise ValidationError({"variant": [str(exc)]}) from exc
         budget, limit = filters.get("latency_budget_ms"), filters.get("unsupported_limit")
         if budget is not None or limit is not None:
-            report["limits"] = reports.variant_limits(
+            report["limits"] = variant_limits(
                 report, latency_budget_ms=budget, unsupported_limit=limit
             )
         if "slice" in filters:
@@ -360,7 +362,7 @@ class Comparison(LeadView):
     def get(self, request, slug):
         filters = query(CompareQuerySerializer, request)
         try:
-            comparison = reports.compare(self.project, filters["a"], filters["b"], k=filters["k"])
+            comparison = compare(self.project, filters["a"], filters["b"], k=filters["k"])
         except ValueError as exc:
             raise ValidationError({"b": [str(exc)]}) from exc
         return Response(comparison)

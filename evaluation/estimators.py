@@ -340,8 +340,8 @@ class McNemar:
 def mcnemar_exact(candidate_correct: Any, baseline_correct: Any) -> McNemar:
     """Two-sided exact McNemar test: p = binomtest(b, b + c, 0.5), where b counts the items only
     the candidate got right and c those only the baseline got right (the same test as
-    ``judge_reports``' ``mcnemar_p``). Concordant items carry no information about which judge
-    is better, so only the b + c discordant ones enter.
+    ``evaluation.reports.judge_comparison``'s ``mcnemar_p``). Concordant items carry no
+    information about which judge is better, so only the b + c discordant ones enter.
     """
     cand = _as_bool(candidate_correct, "candidate_correct")
     base = _as_bool(baseline_correct, "baseline_correct")

@@ -1,7 +1,7 @@
 """Model-judge runs: what a judge said about a project's claims and answers.
 
 A run is stored as imported, raw responses included; how well it agrees with the gold labels is
-computed where it is read (evaluation.judge_reports), so a run scored after the gold set changed
+computed where it is read (evaluation.reports), so a run scored after the gold set changed
 shows the change.
 """
 

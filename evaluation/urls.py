@@ -7,5 +7,5 @@ from config.lazy import lazy
 
 app_name = "evaluation"
 urlpatterns = [
-    path("", lazy("evaluation.views.report"), name="report"),
+    path("", lazy("evaluation.views.report.report"), name="report"),
 ]

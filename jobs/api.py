@@ -10,8 +10,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from annotate.api.views import CONFLICT_409, ERROR_400, APIView, refused, responses
-from annotate.services import ServiceError
+from annotate.api.base import CONFLICT_409, ERROR_400, APIView, refused, responses
+from annotate.common.errors import ServiceError
 from jobs import services
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, JobSerializer, accepted

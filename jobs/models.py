@@ -95,7 +95,7 @@ class Job(models.Model):
     rows_written = models.BigIntegerField(default=0)
 
     result = models.JSONField(default=dict, blank=True)
-    # Every problem of a refused file: [line, message, unit] as annotate.bundles.BundleError.
+    # Every problem of a refused file: [line, message, unit] as annotate.imports.lines.BundleError.
     errors = models.JSONField(default=list, blank=True)
     failure = models.TextField(blank=True, help_text="Why it failed, in words.")
 
@@ -189,7 +189,8 @@ class Job(models.Model):
 
 
 # An import's progress: the share of its time spent reading and checking the file, then how
-# much of the writing is done once each step (annotate.services.imports._write) has finished.
+# much of the writing is done once each step (annotate.imports.bundle_write.write_import) has
+# finished.
 # Measured by bench/tasks.py on a 100,000-claim bundle (stages at 1.8, 2.3, 3.4, 3.8, 4.4 s
 # of 6.3 s): after the citations come the judgments, the planner's statistics and the commit.
 READ_SHARE = 0.25

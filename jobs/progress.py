@@ -27,7 +27,8 @@ from jobs.models import Job
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 0.5
-# The steps import_bundle reports as it writes (annotate.services.imports._write), in order.
+# The steps import_bundle reports as it writes (annotate.imports.bundle_write.write_import),
+# in order.
 WRITE_STEPS = ("passages", "cases", "answers", "retrieved passages", "claims", "citations")
 
 

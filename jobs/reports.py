@@ -34,9 +34,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 
-from annotate.models import (
-    Project,
-)
+from annotate.models import Project
 from annotate.report_cache import data_version
 from jobs import framework
 from jobs.models import StoredReport
@@ -44,24 +42,45 @@ from jobs.models import StoredReport
 Kind = StoredReport.Kind
 
 
-# Modules of evaluation/ that show reports and compute none: a change to a page or the API
-# leaves every stored report as it was (the pages that read them are this deploy's anyway).
+# What a stored report is computed with: every module under COMPUTING but those named in
+# PRESENTATION (they show reports and compute none: a change to a page or the API leaves every
+# stored report as it was), and the label schema. A module moved or added under these folders
+# is covered without anyone having to list it.
+COMPUTING = ("evaluation", "annotate/gold")
 PRESENTATION = frozenset(
-    {"admin.py", "agreement_views.py", "api.py", "apps.py", "judge_views.py", "views.py"}
+    {
+        "evaluation/admin.py",
+        "evaluation/api.py",
+        "evaluation/apps.py",
+        "evaluation/judges/list_views.py",
+        "evaluation/judges/urls.py",
+        "evaluation/judges/views.py",
+        "evaluation/management",
+        "evaluation/migrations",
+        "evaluation/urls.py",
+        "evaluation/views",
+        # the gold page and the export: the rest of annotate/gold/ derives the gold every
+        # report reads
+        "annotate/gold/exports.py",
+        "annotate/gold/forms.py",
+        "annotate/gold/selectors.py",
+        "annotate/gold/views.py",
+    }
 )
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def presentation(path: Path) -> bool:
+    """Whether `path` is, or is inside, one of PRESENTATION."""
+    name = path.relative_to(ROOT).as_posix()
+    return any(name == shown or name.startswith(shown + "/") for shown in PRESENTATION)
 
 
 def code_sources() -> list[Path]:
     """The statistics modules and what they read gold through (the gold and support_binary
     derivation, the label schema)."""
-    return sorted(
-        [
-            *(p for p in ROOT.glob("evaluation/*.py") if p.name not in PRESENTATION),
-            ROOT / "annotate/gold.py",
-            ROOT / "annotate/schema.py",
-        ]
-    )
+    computing = (p for folder in COMPUTING for p in (ROOT / folder).rglob("*.py"))
+    return sorted([*(p for p in computing if not presentation(p)), ROOT / "annotate/schema.py"])
 
 
 def _code_version() -> str:
@@ -87,14 +106,14 @@ def fingerprint(project: Project, kind: str, key: str = "", *, version: str | No
 
 
 def _agreement(project: Project, key: str) -> dict:
-    from evaluation.agreement_report import agreement_report
+    from evaluation.reports.agreement import agreement_report
 
     return agreement_report(project)
 
 
 def _calibration(project: Project, key: str) -> dict:
-    from evaluation.judge_reports import calibration_report
     from evaluation.models import JudgeRun
+    from evaluation.reports.calibration import calibration_report
 
     run_id, split = key.split(":", 1)
     run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
@@ -103,7 +122,7 @@ def _calibration(project: Project, key: str) -> dict:
 
 
 def _evaluation(project: Project, key: str) -> dict:
-    from evaluation.reports import evaluate
+    from evaluation.reports.evaluation import evaluate
 
     return evaluate(project)
 
@@ -115,7 +134,7 @@ def comparison_key(variant_a: int, variant_b: int, k: int) -> str:
 
 def _comparison(project: Project, key: str) -> dict:
     from annotate.models import Variant
-    from evaluation.reports import compare
+    from evaluation.reports.comparison import compare
 
     a_pk, b_pk, k = (int(part) for part in key.split(":"))
     names = dict(Variant.objects.filter(project=project).values_list("pk", "name"))
@@ -257,7 +276,7 @@ def pending_answer(
 
 
 def _small(project: Project) -> bool:
-    from annotate.exports import gold_size
+    from annotate.gold.exports import gold_size
 
     return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
 
@@ -338,7 +357,9 @@ def _refresh_evaluation(project: Project, current: str, version: str) -> None:
     """The evaluation, then the comparison of its first two variants that the page shows
     beside it, from one read of the project (reading it is half of computing either): the
     page has both as soon as this task is done, instead of asking for the comparison then."""
-    from evaluation.reports import DEFAULT_COMPARE_K, compare, evaluate, load
+    from evaluation.reports.comparison import DEFAULT_COMPARE_K, compare
+    from evaluation.reports.dataset import load
+    from evaluation.reports.evaluation import evaluate
 
     data = load(project)
     _compute(project, Kind.EVALUATION, "", current, compute=lambda: evaluate(project, data=data))

@@ -24,11 +24,12 @@ from django.core.files.storage import storages
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotate import collector
-from annotate.bundles import BundleError, BundleInvalid
+from annotate.common import collector
+from annotate.common.errors import ServiceError
+from annotate.imports.bundle_plan import DeletionsNotConfirmed
+from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.models import Project
 from annotate.schema import LabelSchema
-from annotate.services import DeletionsNotConfirmed, ServiceError
 from jobs import framework
 from jobs.models import Job
 from jobs.progress import Progress, first_stage
@@ -97,7 +98,7 @@ def start_gold_export(
     """Queue the gold set of `project` to be written to a file (`rows` is how many it will
     hold, for the progress bar). An export of the same labels with the same filters that is
     waiting, running or done is reused: the file would be byte-for-byte the same."""
-    from annotate.exports import gold_fingerprint
+    from annotate.gold.exports import gold_fingerprint
 
     export_id, _ = gold_fingerprint(project)
     params = {"format": fmt, "filters": filters, "export_id": export_id}
@@ -365,12 +366,13 @@ def _done_import(job: Job, progress: Progress, result: dict, project: Project) -
 
 
 def _bundle_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.projects.creation import import_new_project
 
     p = job.params
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
-            result = annotate_services.import_new_project(
+            result = import_new_project(
                 lines=lines,
                 slug=job.project_slug,
                 name=p.get("name") or None,
@@ -379,7 +381,7 @@ def _bundle_import(job: Job, progress: Progress) -> None:
                 progress=progress.step,
             )
         else:
-            result = annotate_services.import_bundle(
+            result = import_bundle(
                 lines=lines,
                 project_slug=job.project_slug,
                 replace=p.get("replace", False),
@@ -390,14 +392,14 @@ def _bundle_import(job: Job, progress: Progress) -> None:
 
 
 def _ragas_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.ragas_import import import_ragas, import_ragas_new_project
 
     p = job.params
     # Checked when the upload was accepted; stored as its JSON form.
     schema = LabelSchema.parse(p["label_schema"]) if p.get("label_schema") else None
     with Opened(job, progress) as lines, transaction.atomic():
         if job.project_id is None:
-            result = annotate_services.import_ragas_new_project(
+            result = import_ragas_new_project(
                 lines=lines,
                 variant=p["variant"],
                 slug=job.project_slug,
@@ -408,7 +410,7 @@ def _ragas_import(job: Job, progress: Progress) -> None:
                 progress=progress.step,
             )
         else:
-            result = annotate_services.import_ragas(
+            result = import_ragas(
                 lines=lines,
                 project_slug=job.project_slug,
                 variant=p["variant"],
@@ -423,13 +425,11 @@ def _ragas_import(job: Job, progress: Progress) -> None:
 
 
 def _label_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.label_import import import_labels
 
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
-        result = annotate_services.import_labels(
-            lines=lines, project=project, progress=progress.step
-        )
+        result = import_labels(lines=lines, project=project, progress=progress.step)
         progress.stage = "written"
         progress.rows_written = result.created
         out = {
@@ -442,12 +442,12 @@ def _label_import(job: Job, progress: Progress) -> None:
 
 
 def _gold_import(job: Job, progress: Progress) -> None:
-    from annotate import services as annotate_services
+    from annotate.imports.gold_import import import_gold
 
     p = job.params
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
-        result = annotate_services.import_gold(
+        result = import_gold(
             lines=lines,
             project=project,
             source=p.get("source") or "",
@@ -473,7 +473,7 @@ def _gold_import(job: Job, progress: Progress) -> None:
 
 
 def _judge_import(job: Job, progress: Progress) -> None:
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     with Opened(job, progress) as lines, transaction.atomic():
         project = Project.objects.get(pk=job.project_id)
@@ -497,18 +497,19 @@ def _judge_import(job: Job, progress: Progress) -> None:
 
 
 def _gold_export(job: Job, progress: Progress) -> None:
-    from annotate import exports
+    from annotate.common.jsonl import jsonl
+    from annotate.gold.exports import gold_csv, gold_rows
 
     project = Project.objects.get(pk=job.project_id)
     fmt = job.params["format"]
-    rows = exports.gold_rows(project, **job.params["filters"])
+    rows = gold_rows(project, **job.params["filters"])
 
     def counted():
         for row in rows:
             progress.rows_written += 1
             yield row
 
-    body = exports.jsonl(counted()) if fmt == "jsonl" else exports.gold_csv(counted())
+    body = jsonl(counted()) if fmt == "jsonl" else gold_csv(counted())
     name = f"exports/{project.slug}-gold-{job.pk}.{fmt}"
     # One snapshot of the labels for the whole file, as one long SELECT would see them. The
     # job's row is written after it, outside: under REPEATABLE READ the heartbeat's updates

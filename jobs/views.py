@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotate.common.errors import ServiceError
 from annotate.models import Role
-from annotate.services import ServiceError
 from jobs import services
 from jobs.models import Job
 

@@ -59,7 +59,7 @@ def _no_login_throttle(settings):
 
 
 def import_fixture(name: str, slug: str, **kwargs) -> Project:
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     with open(FIXTURES / name, "rb") as stream:
         return import_bundle(lines=stream, project_slug=slug, **kwargs).project
@@ -83,7 +83,9 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
     """The demo bundle with its two reviewers' label sets (demo_labels.jsonl) imported:
     reviewers (usernames) added first, then leads, labelling opened, labels imported.
     ``member`` goes to each reviewer's add_member (a password, say)."""
-    from annotate.services import add_member, import_labels, open_labelling
+    from annotate.imports.label_import import import_labels
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
 
     project = import_fixture("demo.jsonl", slug)
     for name in reviewers:
@@ -99,13 +101,13 @@ def labelled_demo(*, reviewers=("alice", "bob"), leads=(), slug: str = "demo", *
 def decide_support(project: Project, lead, pair=None):
     """A lead decides `support` of a claim pair (by default the first pending one) as
     supported, as the adjudication screen would; returns the pair."""
-    from annotate import gold
+    from annotate.adjudication.services import DecisionInput, adjudicate
+    from annotate.gold.pairs import PENDING, pairs_for_project
     from annotate.models import Answer
-    from annotate.services import DecisionInput, adjudicate
 
     if pair is None:
-        _, claim_pairs = gold.pairs_for_project(project)
-        pair = next(p for p in claim_pairs if p.source["support"] == gold.PENDING)
+        _, claim_pairs = pairs_for_project(project)
+        pair = next(p for p in claim_pairs if p.source["support"] == PENDING)
     answer = Answer.objects.get(pk=pair.answer_id)
     adjudicate(
         answer=answer,
@@ -119,18 +121,20 @@ def decide_support(project: Project, lead, pair=None):
 
 @pytest.fixture
 def derived_shares(monkeypatch) -> list[set[int]]:
-    """The answers each call of gold.answer_shares derived (their pair summary's shares),
+    """The answers each call of answer_shares derived (their pair summary's shares),
     call by call."""
-    from annotate import gold
+    from annotate.gold import selectors, summary
 
     calls: list[set[int]] = []
-    real = gold.answer_shares
+    real = summary.answer_shares
 
     def counted(project, label_sets):
         calls.append(set(label_sets))
         return real(project, label_sets)
 
-    monkeypatch.setattr(gold, "answer_shares", counted)
+    # Where a kept summary derives shares, and where an uncached one does.
+    monkeypatch.setattr(selectors, "answer_shares", counted)
+    monkeypatch.setattr(summary, "answer_shares", counted)
     return calls
 
 
@@ -166,7 +170,7 @@ def outsider(db):
 @pytest.fixture
 def team(small_project, reviewer_a, reviewer_b, lead, outsider):
     """The small project with its people: two reviewers and a lead; the outsider has no role."""
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     add_member(project=small_project, username=reviewer_a.username, role=Role.REVIEWER)
     add_member(project=small_project, username=reviewer_b.username, role=Role.REVIEWER)
@@ -260,8 +264,8 @@ def screenshot(page, name: str) -> Path:
 def shared_queue_start(monkeypatch):
     """Every reviewer walks the queue from the same point (its start), as if offsets were all
     0: for tests that need to know which answer the next reviewer gets. The product gives each
-    reviewer a secret starting point of their own (annotate.services.queue.reviewer_offset)."""
-    from annotate.services import queue
+    reviewer a secret starting point of their own (annotate.queue.services.reviewer_offset)."""
+    from annotate.queue import services as queue
 
     monkeypatch.setattr(queue, "reviewer_offset", lambda project, reviewer: 0.0)
 
@@ -269,7 +273,7 @@ def shared_queue_start(monkeypatch):
 def may_create_projects(*users):
     """Give people the permission to create projects (staff and such users may; others get
     403): for tests that create projects through the page or the API."""
-    from annotate.services import allow_creating_projects
+    from annotate.projects.services import allow_creating_projects
 
     for user in users:
         allow_creating_projects(user=user)
@@ -325,7 +329,7 @@ def gold_for_every_answer(project: Project, *, note: str = "") -> list[bytes]:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """Django's cache holds the wrong-token counts (annotate.tokens): each test starts with
+    """Django's cache holds the wrong-token counts (annotate.members.tokens): each test starts with
     none, so that one test's 401s never pause another's requests."""
     from django.core.cache import cache
 

@@ -26,7 +26,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 
 settings.register_profile(
     "fuzz",

@@ -1,7 +1,7 @@
 """Every CSV the app writes spells booleans as JSON does, `true` and `false` (issue #30): the
 csv module wrote Python's `True`, so the gold CSV said `True` where its JSONL says `true`.
 Each writer (gold, by page and API; report tables; agreement; a judge run's tables) is read
-back; all go through annotate.csvsafe."""
+back; all go through annotate.common.csvsafe."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import io
 import pytest
 from django.urls import reverse
 
-from annotate.csvsafe import safe_cell
+from annotate.common.csvsafe import safe_cell
 from evaluation.models import JudgeRun
 from tests.api import build_demo
 from tests.conftest import PASSWORD

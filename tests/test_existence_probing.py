@@ -19,8 +19,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Membership
-from annotate.services import SLUG_TAKEN, allow_adding_anyone
+from annotate.projects.creation import SLUG_TAKEN
 from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
@@ -59,7 +60,7 @@ def answer(response, slug: str) -> tuple:
 def target(team, reviewer_a, lead):
     """A project with its people, under a slug that occurs nowhere else in a page (not as
     "small" does, in <small>), so that taking it out of an answer takes out nothing else."""
-    from annotate.services import add_member
+    from annotate.members.services import add_member
     from tests.conftest import import_fixture
 
     project = import_fixture("small.jsonl", "hidden-target-7q")

@@ -14,22 +14,19 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.exports import gold_rows
-from annotate.gold import pairs_for_project
+from annotate.adjudication.services import DecisionInput, adjudicate
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import pairs_for_project
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_bundle,
-    import_labels,
-    open_labelling,
-)
-from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report
-from evaluation.judges import import_judge_run
+from annotate.projects.opening import open_labelling
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
-from evaluation.reports import evaluate
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.evaluation import evaluate
 from tests.conftest import FIXTURES, PASSWORD
 
 HALU = FIXTURES / "halu"
@@ -178,7 +175,7 @@ def test_the_reviewer_screen_shows_only_binary_support(halu, client, reviewer_a)
 
 
 def test_a_label_file_with_fields_the_schema_leaves_out_is_refused_by_line(halu):
-    from annotate.bundles import BundleInvalid
+    from annotate.imports.lines import BundleInvalid
 
     line = read("labels.jsonl")[0]
     answer_id = line["answer_id"]

@@ -24,7 +24,10 @@ django.setup()
 from django.urls import get_resolver, reverse
 resolver = get_resolver()
 resolver.url_patterns  # the whole URLconf, as a worker loads it on its first request
-import annotate.views, annotate.lead_views, annotate.api.views, annotate.selectors  # noqa
+import importlib, pkgutil, annotate
+for found in pkgutil.walk_packages(annotate.__path__, "annotate."):  # every view and selector
+    if ".migrations" not in found.name:
+        importlib.import_module(found.name)
 from django.core.management import call_command
 call_command("check", verbosity=0)  # what every management command runs first
 reverse("evaluation:report", kwargs={"slug": "x"})
@@ -62,9 +65,9 @@ def test_a_statistics_page_s_view_loads_on_its_first_request(tmp_path):
     probe(
         tmp_path,
         "from django.urls import resolve\n"
-        'assert "evaluation.agreement_views" not in sys.modules\n'
+        'assert "evaluation.views.agreement" not in sys.modules\n'
         'resolve("/p/x/agreement/").func.view  # the lazy view, asked for its real one\n'
-        'assert "evaluation.agreement_views" in sys.modules',
+        'assert "evaluation.views.agreement" in sys.modules',
     )
 
 
@@ -73,7 +76,7 @@ def test_the_set_up_page_s_blinding_check_loads_no_statistics_library(tmp_path):
     it, took a web worker from 82 to 206 MB on the set-up page's first view."""
     loaded = probe(
         tmp_path,
-        "from annotate import blinding\n"
+        "from annotate.projects import blinding\n"
         "values = {v: {k: [i %% 3 + 5 * (v == 'b') for i in range(40)] for k in blinding.FEATURES}"
         " for v in ('a', 'b')}\n"
         "assert blinding.visible_differences(values)",
@@ -85,7 +88,7 @@ def test_the_report_pages_read_stored_reports_without_numpy(tmp_path):
     """The agreement and evaluation pages render stored reports; their views loaded numpy
     through one pure helper (one_label_reason) and two metrics (latency, bootstrap) that
     imported it at the top: 31 and 25 MB of a worker that only showed the pages."""
-    loaded = probe(tmp_path, "import evaluation.agreement_views, evaluation.views  # noqa")
+    loaded = probe(tmp_path, "import evaluation.views.agreement, evaluation.views.report  # noqa")
     assert loaded == []
 
 
@@ -97,7 +100,7 @@ def test_the_judges_page_and_its_upload_load_no_statistics_library(tmp_path):
         "from django.urls import resolve\n"
         'for path in ("/p/x/judges/", "/p/x/judges/upload/"):\n'
         "    resolve(path).func.view  # the lazy view's real module, imported\n"
-        'assert "evaluation.judge_list_views" in sys.modules',
+        'assert "evaluation.judges.list_views" in sys.modules',
     )
     assert loaded == []
 
@@ -140,8 +143,8 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
     1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
     of the same reports, likewise."""
-    from annotate.gold import DEFAULT_SPLIT
-    from evaluation.judges import import_judge_run
+    from annotate.gold.splits import DEFAULT_SPLIT
+    from evaluation.judges.runs import import_judge_run
     from jobs import reports
     from tests.conftest import FIXTURES, labelled_demo
     from tests.workers import child_env

@@ -17,9 +17,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from annotate.labelling.selectors import reviewer_task
 from annotate.models import Answer, Assignment, Membership, Role
-from annotate.selectors import reviewer_task
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests.annotate.test_query_plans import big_project, plan_of
 from tests.conftest import PASSWORD
 

@@ -3,7 +3,9 @@ internals and no use of the ORM's compiler machinery, which the next Django rele
 change without notice. Where the ORM is too slow, SQL through `connection.cursor()` is
 fine, and `Model._meta`, `Model.from_db` and a field's `from_db_value` are documented.
 
-A grep over the project's modules, with each pattern proven on a line it must catch."""
+A grep over the project's modules, with each pattern proven on a line it must catch. Two
+habits of the same kind are caught too: clearing a prefetch cache, or a user's permission
+cache, through their private attributes."""
 
 from __future__ import annotations
 
@@ -57,6 +59,14 @@ PRIVATE = {
         "a field's column expression for the compiler",
         "cols = [field.get_col(alias) for field in fields]",
     ),
+    r"\b_prefetched_objects_cache\b": (
+        "a prefetch cache read or cleared by hand (refresh_from_db(fields=[...]) drops one)",
+        'cache = getattr(instance, "_prefetched_objects_cache", None)',
+    ),
+    r"\b_(user_)?perm_cache\b": (
+        "Django's cache of a user's permissions edited (read the user again instead)",
+        'for cache in ("_perm_cache", "_user_perm_cache"): user.__dict__.pop(cache, None)',
+    ),
 }
 
 
@@ -94,5 +104,7 @@ def test_the_public_api_the_project_uses_is_not_caught():
         instance = model.from_db(connection.alias, names, values)
         value = field.from_db_value(value, field, connection)
         connection_created.connect(handler)
+        instance.refresh_from_db(fields=["claims", "retrieved"])
+        user = get_user_model().objects.get(pk=user.pk)
     """
     assert offences(allowed) == []

@@ -1,6 +1,6 @@
 """Who may reach an API endpoint: the same rule as the pages' `project_view`.
 
-A project is resolved from the URL's slug through `selectors.project_for`, which only finds
+A project is resolved from the URL's slug through `project_for`, which only finds
 projects the user has a role in. Anyone without a role gets 404, so a project's existence does
 not leak; a member whose role the endpoint does not serve (a reviewer on a lead endpoint, a
 lead on a reviewer's task) gets 403, since they already know the project exists.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission
 
-from annotate import selectors
+from annotate.common.roles import project_for
 
 
 class HasProjectRole(BasePermission):
@@ -23,7 +23,7 @@ class HasProjectRole(BasePermission):
     def has_permission(self, request, view) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False
-        found = selectors.project_for(request.user, view.kwargs["slug"])
+        found = project_for(request.user, view.kwargs["slug"])
         if found is None:
             raise NotFound()
         view.project, view.role = found

@@ -30,7 +30,7 @@ def p_value(value) -> str:
 def max_upload_bytes() -> int:
     """For data-max-bytes on an upload form: static/upload.js refuses a larger file before
     sending it."""
-    from annotate.uploads import max_upload_bytes as limit
+    from annotate.imports.uploads import max_upload_bytes as limit
 
     return limit()
 

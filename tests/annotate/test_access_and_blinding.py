@@ -16,15 +16,13 @@ from urllib.parse import urljoin, urlparse
 import pytest
 from django.urls import NoReverseMatch, reverse
 
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.labelling.services import save_claim_label
+from annotate.members.services import add_member
 from annotate.models import Answer, Assignment
-from annotate.services import (
-    add_member,
-    import_gold,
-    import_labels,
-    next_task,
-    open_labelling,
-    save_claim_label,
-)
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task
 from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
@@ -67,7 +65,7 @@ def _import_demo_judge_run(project) -> None:
     """The judge run, when that feature is installed: its output must not reach reviewers."""
     path = FIXTURES / "demo_judge_run.jsonl"
     try:
-        from evaluation.judges import import_judge_run
+        from evaluation.judges.runs import import_judge_run
     except ImportError:
         return
     if path.exists():
@@ -327,8 +325,9 @@ def test_imported_labels_keep_no_trace_of_the_files_order(client, demo, reviewer
 def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
     """Issue #15: every reviewer got the tasks in the same order. Now each starts at an
     offset keyed with the server's secret; the project's spread holds within each walk."""
-    from annotate.services import add_member, next_task, open_labelling
-    from annotate.services.queue import reviewer_offset
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
+    from annotate.queue.services import next_task, reviewer_offset
 
     project = import_fixture("demo.jsonl", "walk")
     people = [add_member(project=project, username=f"w{i}", role="reviewer").user for i in range(6)]
@@ -345,7 +344,10 @@ def test_each_reviewer_walks_the_queue_from_a_secret_point_of_their_own():
 def test_answers_imported_after_opening_are_spread_through_the_queue_not_appended():
     """Issue #15: answers imported after labelling opened got a block of their own (tasks
     21-30, all one variant), served last and back to back."""
-    from annotate.services import add_member, import_bundle, next_task, open_labelling
+    from annotate.imports.bundle_import import import_bundle
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
+    from annotate.queue.services import next_task
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
     late_variant = [r for r in rows if r.get("type") == "answer" and r["variant"] == "verifier"]

@@ -13,20 +13,21 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import gold
-from annotate.exports import GOLD_CSV_COLUMNS, gold_rows, jsonl
-from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
-from annotate.services import (
+from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import (
     Conflict,
     DecisionInput,
-    ServiceError,
     StillUndoable,
-    add_member,
     adjudicate,
-    reopen_task,
     start_adjudication,
-    submit_labels,
 )
+from annotate.common.errors import ServiceError
+from annotate.common.jsonl import jsonl
+from annotate.gold.exports import GOLD_CSV_COLUMNS, gold_rows
+from annotate.gold.pairs import ADJUDICATED, AGREED, PENDING, pairs_for_project
+from annotate.labelling.services import reopen_task, submit_labels
+from annotate.members.services import add_member
+from annotate.models import AdjudicationLock, Answer, Assignment, Decision, Project
 from tests.conftest import PASSWORD, decide_support, labelled_demo
 
 
@@ -36,22 +37,22 @@ def demo(db, lead, outsider) -> Project:
 
 
 def first_disagreement(project, field_name="support"):
-    _, claim_pairs = gold.pairs_for_project(project)
-    return next(p for p in claim_pairs if p.source[field_name] == gold.PENDING)
+    _, claim_pairs = pairs_for_project(project)
+    return next(p for p in claim_pairs if p.source[field_name] == PENDING)
 
 
 def test_agreed_fields_are_gold_and_disagreements_wait_for_a_lead(demo):
-    answer_pairs, claim_pairs = gold.pairs_for_project(demo)
+    answer_pairs, claim_pairs = pairs_for_project(demo)
     assert len(answer_pairs) == 40 and len(claim_pairs) == 61
-    agreed = [p for p in claim_pairs if p.source["support"] == gold.AGREED]
-    pending = [p for p in claim_pairs if p.source["support"] == gold.PENDING]
+    agreed = [p for p in claim_pairs if p.source["support"] == AGREED]
+    pending = [p for p in claim_pairs if p.source["support"] == PENDING]
     assert len(agreed) == 55 and len(pending) == 6
     assert all(p.gold["support"] == p.a["support"] == p.b["support"] for p in agreed)
     assert all(p.gold["support"] is None for p in pending)
 
 
 def test_queue_puts_the_most_serious_disagreements_first(demo):
-    queue = gold.adjudication_queue(demo)
+    queue = adjudication_queue(demo)
     scores = [item.score for item in queue]
     assert scores == sorted(scores, reverse=True)
     assert {"support", "abstention"} <= set(queue[0].fields)
@@ -70,9 +71,9 @@ def test_a_decision_makes_the_field_adjudicated_with_its_rationale(demo, lead):
         decisions=[DecisionInput(claim=claim, field="support", value="insufficient_evidence")],
         rationale="The note never states a rate.",
     )
-    _, claim_pairs = gold.pairs_for_project(demo, answer_ids=[answer.pk])
+    _, claim_pairs = pairs_for_project(demo, answer_ids=[answer.pk])
     decided = next(p for p in claim_pairs if p.claim_id == claim.pk)
-    assert decided.source["support"] == gold.ADJUDICATED
+    assert decided.source["support"] == ADJUDICATED
     assert decided.gold["support"] == "insufficient_evidence"
     assert decided.rationale["support"] == "The note never states a rate."
     assert Decision.objects.get().decided_by == lead
@@ -165,7 +166,7 @@ def _undoable(assignment):
 
 def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
-    item = gold.adjudication_queue(demo)[0]
+    item = adjudication_queue(demo)[0]
     url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     page = client.get(url).content.decode()
     assert "baseline" not in page and "verifier" not in page
@@ -175,8 +176,8 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
     assert 'class="quote-a"' in page or 'class="quote-b"' in page or "◆" in page
     pair = next(
         p
-        for p in gold.pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
-        if p.source["support"] == gold.PENDING
+        for p in pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
+        if p.source["support"] == PENDING
     )
     response = client.post(
         url,
@@ -192,7 +193,7 @@ def test_adjudication_page_hides_the_variant_and_saves_choices(client, demo, lea
 
 def test_saving_with_nothing_chosen_stays_on_the_task_and_says_so(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
-    item = gold.adjudication_queue(demo)[0]
+    item = adjudication_queue(demo)[0]
     url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     client.get(url)
     response = client.post(url, {"version": "0", "rationale": "looked at it"})
@@ -204,13 +205,13 @@ def test_saving_with_nothing_chosen_stays_on_the_task_and_says_so(client, demo, 
 
 def test_adjudication_conflict_on_the_page_keeps_the_second_leads_choices(client, demo, lead):
     client.login(username=lead.username, password=PASSWORD)
-    item = gold.adjudication_queue(demo)[0]
+    item = adjudication_queue(demo)[0]
     url = reverse("adjudicate", kwargs={"slug": demo.slug, "number": item.task_number})
     client.get(url)
     pair = next(
         p
-        for p in gold.pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
-        if p.source["support"] == gold.PENDING
+        for p in pairs_for_project(demo, answer_ids=[item.answer_pk])[1]
+        if p.source["support"] == PENDING
     )
     key = f"f-{pair.ordinal}-support"
     client.post(url, {"version": "0", key: "a", "rationale": "first lead"})
@@ -358,7 +359,7 @@ def test_export_gold_command_takes_the_filters(demo, tmp_path):
 
 
 def test_human_kappas_from_grouped_counts_equal_the_agreement_report(demo):
-    from evaluation.agreement_report import agreement_report, human_kappas
+    from evaluation.reports.agreement import agreement_report, human_kappas
 
     report = agreement_report(demo, n_boot=0)["slices"]["all"]
     kappas = human_kappas(demo)
@@ -409,7 +410,7 @@ def test_the_gold_page_keeps_its_counts_until_a_decision_changes_them(client, de
     counts, read = view()
     assert read >= 1 and counts.claims["adjudicated"] == 0
     assert view()[1] == 0
-    _, claim_pairs = gold.pairs_for_project(demo)
+    _, claim_pairs = pairs_for_project(demo)
     decide_support(demo, lead, next(p for p in claim_pairs if p.pending == ["support"]))
     after, read = view()
     assert read >= 1 and after.claims["adjudicated"] == 1
@@ -420,8 +421,8 @@ def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead)
     """Issue #15: a label import during live labelling left answers with three label sets and
     gold silently dropped the third. With an overlap of 3 that is the design: gold reads the
     first two, and says how many there are."""
+    from annotate.members.services import add_member
     from annotate.models import Assignment, Role
-    from annotate.services import add_member
 
     third = add_member(project=demo, username="carol3", role=Role.REVIEWER).user
     answer = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline")
@@ -451,7 +452,7 @@ def test_the_lead_sees_who_did_what_to_a_task_and_when(demo, client, lead):
     )
     events = [(e.who, e.what) for e in page.context["screen"].audit]
     # sides follow the order of submission, which the resubmission changed
-    [now] = gold.pairs_for_project(demo, answer_ids=[answer.pk])[0]
+    [now] = pairs_for_project(demo, answer_ids=[answer.pk])[0]
     alice = "reviewer A" if now.reviewer_a == mine.reviewer_id else "reviewer B"
     bob = "reviewer B" if alice == "reviewer A" else "reviewer A"
     assert (bob, "labels imported (revision 1)") in events
@@ -482,7 +483,7 @@ def test_with_a_third_reviewer_still_labelling_the_answer_waits_for_them(demo, c
     """Overlap above two: two label sets are in, a third reviewer holds the answer. Opening it
     for adjudication then would freeze labels that are still coming (and the third reviewer
     could submit and undo after the lead read them): it waits, and says why."""
-    from annotate.services import StillLabelling
+    from annotate.adjudication.services import StillLabelling
 
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)

@@ -12,14 +12,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotate import gold
-from annotate.exports import gold_rows
+from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import DecisionInput, adjudicate
+from annotate.common.errors import ServiceError
+from annotate.gold import summary
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import AGREED, PENDING, pairs_for_project
+from annotate.gold.summary import doubly_labelled
 from annotate.models import Answer, Decision, Project
-from annotate.services import (
-    DecisionInput,
-    ServiceError,
-    adjudicate,
-)
 from tests.conftest import PASSWORD, labelled_demo
 
 pytestmark = pytest.mark.django_db
@@ -31,17 +31,15 @@ def demo(db, reviewer_a, reviewer_b, lead, outsider) -> Project:
 
 
 def pending_claims(project, answer_pk):
-    _, claim_pairs = gold.pairs_for_project(project, answer_ids=[answer_pk])
-    return [p for p in claim_pairs if p.source.get("support") == gold.PENDING]
+    _, claim_pairs = pairs_for_project(project, answer_ids=[answer_pk])
+    return [p for p in claim_pairs if p.source.get("support") == PENDING]
 
 
 def agreed_claim(project):
     """A pair whose support both reviewers agree on, in an answer that waits for a lead."""
-    queued = {d.answer_pk for d in gold.adjudication_queue(project)}
-    _, claim_pairs = gold.pairs_for_project(project)
-    return next(
-        p for p in claim_pairs if p.answer_id in queued and p.source["support"] == gold.AGREED
-    )
+    queued = {d.answer_pk for d in adjudication_queue(project)}
+    _, claim_pairs = pairs_for_project(project)
+    return next(p for p in claim_pairs if p.answer_id in queued and p.source["support"] == AGREED)
 
 
 def screen_url(project, number):
@@ -57,7 +55,7 @@ def login(client, user):
 
 
 def test_an_undecided_field_offers_a_b_and_other_with_nothing_chosen(client, demo, lead):
-    item = gold.adjudication_queue(demo)[0]
+    item = adjudication_queue(demo)[0]
     pair = pending_claims(demo, item.answer_pk)[0]
     page = login(client, lead).get(screen_url(demo, item.task_number)).content.decode()
     key = f"f-{pair.ordinal}-support"
@@ -80,7 +78,7 @@ def test_a_decided_field_says_what_keep_keeps_and_keeps_it_by_default(client, de
 
 
 def test_other_without_a_value_is_an_error_in_words_and_saves_nothing(client, demo, lead):
-    item = gold.adjudication_queue(demo)[0]
+    item = adjudication_queue(demo)[0]
     pair = pending_claims(demo, item.answer_pk)[0]
     url = screen_url(demo, item.task_number)
     client = login(client, lead)
@@ -109,10 +107,10 @@ OTHER_SUPPORT = {
 def two_claims(project):
     """An answer in the queue with two claims: one in dispute, chosen as reviewer A has it,
     and one more, given a support other than its gold (an override): [(pair, choice, value)]."""
-    for item in gold.adjudication_queue(project):
-        _, claim_pairs = gold.pairs_for_project(project, answer_ids=[item.answer_pk])
-        disputed = [p for p in claim_pairs if p.source["support"] == gold.PENDING]
-        others = [p for p in claim_pairs if p.source["support"] == gold.AGREED]
+    for item in adjudication_queue(project):
+        _, claim_pairs = pairs_for_project(project, answer_ids=[item.answer_pk])
+        disputed = [p for p in claim_pairs if p.source["support"] == PENDING]
+        others = [p for p in claim_pairs if p.source["support"] == AGREED]
         if disputed and others:
             first, second = disputed[0], others[0]
             return item, [
@@ -235,7 +233,7 @@ def queue_url(project, **query):
 
 def test_the_queue_shows_the_question_and_fields_in_words(client, demo, lead):
     page = login(client, lead).get(queue_url(demo)).content.decode()
-    first = gold.adjudication_queue(demo)[0]
+    first = adjudication_queue(demo)[0]
     question = first.question
     assert question[:60] in page
     assert "requires_evidence" not in page.split("<tbody>")[1]
@@ -246,7 +244,7 @@ def test_the_queue_shows_the_question_and_fields_in_words(client, demo, lead):
 @pytest.mark.parametrize("slice_", ["answerable", "unanswerable", "adversarial"])
 def test_the_slice_filter_keeps_the_slices_answers_by_get_and_by_htmx(client, demo, lead, slice_):
     client = login(client, lead)
-    expected = {d.task_number for d in gold.adjudication_queue(demo, slice=slice_)}
+    expected = {d.task_number for d in adjudication_queue(demo, slice=slice_)}
     plain = client.get(queue_url(demo, slice=slice_)).content.decode()
     shown = {int(n) for n in re.findall(r"/adjudicate/(\d+)/", plain)}
     assert shown == expected
@@ -262,7 +260,7 @@ def test_the_slice_filter_keeps_the_slices_answers_by_get_and_by_htmx(client, de
 
 def test_the_field_filter_shows_only_answers_disputing_that_field(client, demo, lead):
     client = login(client, lead)
-    every = gold.adjudication_queue(demo)
+    every = adjudication_queue(demo)
     relevance = {d.task_number for d in every if "relevance" in d.fields}
     assert relevance and relevance != {d.task_number for d in every}
     page = client.get(queue_url(demo, field="relevance")).content.decode()
@@ -273,7 +271,7 @@ def test_the_field_filter_shows_only_answers_disputing_that_field(client, demo, 
 
 
 def test_the_queue_is_paginated_with_links_that_keep_the_filters(client, demo, lead, monkeypatch):
-    from annotate import views
+    from annotate.adjudication import views
 
     monkeypatch.setattr(views, "QUEUE_PAGE", 2)
     client = login(client, lead)
@@ -309,11 +307,11 @@ def test_only_the_lead_sees_the_queue(client, demo, request, who):
 
 def decide_everything(client, project, number):
     """Post 'a' for every field of the task still waiting for a decision."""
-    from annotate import selectors
+    from annotate.adjudication.selectors import adjudication_screen
 
-    screen = selectors.adjudication_screen(project, number)
+    screen = adjudication_screen(project, number)
     rows = [*(f for c in screen.claims for f in c.fields), *screen.answer_fields]
-    data = {f"f-{row.key}": "a" for row in rows if row.source == gold.PENDING}
+    data = {f"f-{row.key}": "a" for row in rows if row.source == PENDING}
     data.update(version=str(screen.version), rationale="A has it.")
     client.get(screen_url(project, number))
     return client.post(screen_url(project, number), data)
@@ -326,7 +324,7 @@ def test_decisions_walk_the_queue_without_deriving_the_whole_project_each_time(
     carried in the session: deriving every pair of the project after each decision cost 2 s
     per decision at 10,000 answers (now 60-100 ms). Each candidate is checked alone, and one
     decided meanwhile (here by another lead) is passed over."""
-    real = gold.pairs_for_project
+    real = pairs_for_project
     whole = []
 
     def counted(project, *, answer_ids=None):
@@ -334,8 +332,8 @@ def test_decisions_walk_the_queue_without_deriving_the_whole_project_each_time(
             whole.append(project.pk)
         return real(project, answer_ids=answer_ids)
 
-    monkeypatch.setattr(gold, "pairs_for_project", counted)
-    numbers = [d.task_number for d in gold.adjudication_queue(demo)]
+    monkeypatch.setattr(summary, "pairs_for_project", counted)
+    numbers = [d.task_number for d in adjudication_queue(demo)]
     assert len(numbers) >= 4
     client = login(client, lead)
     whole.clear()
@@ -358,17 +356,17 @@ def test_the_queue_derives_a_chunk_of_answers_at_a_time(demo, monkeypatch):
     """The whole project's pairs at once took a worker from 59 to 203 MB at 10,000 answers:
     the queue derives QUEUE_CHUNK answers at a time and keeps each answer's score only, and
     finds the same queue."""
-    whole = [(d.answer_pk, d.score, d.fields) for d in gold.adjudication_queue(demo)]
-    real = gold.pairs_for_project
+    whole = [(d.answer_pk, d.score, d.fields) for d in adjudication_queue(demo)]
+    real = pairs_for_project
     sizes = []
 
     def counted(project, *, answer_ids=None):
         sizes.append(None if answer_ids is None else len(answer_ids))
         return real(project, answer_ids=answer_ids)
 
-    monkeypatch.setattr(gold, "pairs_for_project", counted)
-    monkeypatch.setattr(gold, "QUEUE_CHUNK", 2)
-    chunked = [(d.answer_pk, d.score, d.fields) for d in gold.adjudication_queue(demo)]
+    monkeypatch.setattr(summary, "pairs_for_project", counted)
+    monkeypatch.setattr(summary, "QUEUE_CHUNK", 2)
+    chunked = [(d.answer_pk, d.score, d.fields) for d in adjudication_queue(demo)]
     assert chunked == whole and len(whole) >= 4
     assert sizes and None not in sizes and max(sizes) == 2
-    assert sum(sizes) == len(gold.doubly_labelled(demo)) > len(sizes)
+    assert sum(sizes) == len(doubly_labelled(demo)) > len(sizes)

@@ -12,11 +12,12 @@ import jsonschema
 import pytest
 from django.urls import reverse
 
-from annotate import gold
-from annotate.exports import gold_rows
+from annotate.adjudication.queue import adjudication_queue
+from annotate.adjudication.services import DecisionInput, _check_decision_value, adjudicate
+from annotate.common.errors import ServiceError
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS
 from annotate.models import Answer, Decision
-from annotate.services import ServiceError, adjudicate
-from annotate.services.adjudication import DecisionInput, _check_decision_value
 from tests import api as shared
 from tests.annotate.test_gold_schema import SCHEMA
 from tests.api import API, token_client
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def item(demo):
     """The most serious disagreement of the demo project, with a claim that cites a passage."""
-    return gold.adjudication_queue(demo)[0]
+    return adjudication_queue(demo)[0]
 
 
 def post(lead, item, decisions):
@@ -142,7 +143,7 @@ def test_the_service_refuses_a_claim_field_for_the_answer(lead, item):
 
 def test_the_value_check_never_raises_whatever_the_value():
     strange = [None, True, 1, 1.5, "", "²", [], [[1]], [{}], {}, {"a": [1]}, {"evidence_ids": [[]]}]
-    for field in (*gold.CLAIM_FIELDS, *gold.ANSWER_FIELDS, "nonsense"):
+    for field in (*CLAIM_FIELDS, *ANSWER_FIELDS, "nonsense"):
         for value in strange:
             _check_decision_value(field, value, cited={}, shown={})
 

@@ -13,61 +13,64 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotate import gold
-from annotate.exports import gold_rows
-from annotate.models import Answer, Project, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_bundle,
-    import_labels,
-    open_labelling,
+from annotate.adjudication.services import DecisionInput, adjudicate
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import (
+    ADJUDICATED,
+    AGREED,
+    PENDING,
+    ItemPair,
+    answer_support,
+    pairs_for_project,
+    row_state,
 )
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
+from annotate.models import Answer, Project, Role
+from annotate.projects.opening import open_labelling
 from tests.conftest import labelled_demo
 
 # --- The rule itself ---------------------------------------------------------------------
 
 
-def claim(value: str | None, source: str) -> gold.ItemPair:
-    return gold.ItemPair(
+def claim(value: str | None, source: str) -> ItemPair:
+    return ItemPair(
         1, 2, 0, 10, 11, {}, {}, gold={"support_binary": value}, source={"support_binary": source}
     )
 
 
-AGREED_OK = claim("supported", gold.AGREED)
-AGREED_BAD = claim("unsupported", gold.AGREED)
-DECIDED_OK = claim("supported", gold.ADJUDICATED)
-DECIDED_BAD = claim("unsupported", gold.ADJUDICATED)
-OPEN = claim(None, gold.PENDING)
+AGREED_OK = claim("supported", AGREED)
+AGREED_BAD = claim("unsupported", AGREED)
+DECIDED_OK = claim("supported", ADJUDICATED)
+DECIDED_BAD = claim("unsupported", ADJUDICATED)
+OPEN = claim(None, PENDING)
 
 
 @pytest.mark.parametrize(
     ("claims", "expected"),
     [
-        ([AGREED_OK, AGREED_OK], ("supported", gold.AGREED)),
-        ([AGREED_OK, DECIDED_OK], ("supported", gold.ADJUDICATED)),
-        ([AGREED_OK, AGREED_BAD], ("unsupported", gold.AGREED)),
-        ([DECIDED_BAD, AGREED_OK], ("unsupported", gold.ADJUDICATED)),
+        ([AGREED_OK, AGREED_OK], ("supported", AGREED)),
+        ([AGREED_OK, DECIDED_OK], ("supported", ADJUDICATED)),
+        ([AGREED_OK, AGREED_BAD], ("unsupported", AGREED)),
+        ([DECIDED_BAD, AGREED_OK], ("unsupported", ADJUDICATED)),
         # one unsupported claim settles the value; the answer still waits for the other
-        ([AGREED_BAD, OPEN], ("unsupported", gold.PENDING)),
-        ([AGREED_OK, OPEN], (None, gold.PENDING)),
-        ([OPEN, DECIDED_OK], (None, gold.PENDING)),
+        ([AGREED_BAD, OPEN], ("unsupported", PENDING)),
+        ([AGREED_OK, OPEN], (None, PENDING)),
+        ([OPEN, DECIDED_OK], (None, PENDING)),
         # nothing claimed, nothing unsupported: as the evaluation report counts it
-        ([], ("supported", gold.AGREED)),
+        ([], ("supported", AGREED)),
     ],
 )
 def test_an_answer_s_support_binary_is_its_claims(claims, expected):
-    assert gold.answer_support(claims) == expected
+    assert answer_support(claims) == expected
 
 
 def test_a_row_is_pending_while_any_field_is_then_adjudicated_once_a_lead_decided_one():
-    assert gold.row_state({"relevance": "agreed", "support_binary": "pending"}) == gold.PENDING
-    assert gold.row_state({"relevance": "adjudicated", "support_binary": "agreed"}) == (
-        gold.ADJUDICATED
-    )
-    assert gold.row_state({"evidence": "union", "support_binary": "agreed"}) == gold.AGREED
-    assert gold.row_state({}) == gold.AGREED
+    assert row_state({"relevance": "agreed", "support_binary": "pending"}) == PENDING
+    assert row_state({"relevance": "adjudicated", "support_binary": "agreed"}) == (ADJUDICATED)
+    assert row_state({"evidence": "union", "support_binary": "agreed"}) == AGREED
+    assert row_state({}) == AGREED
 
 
 # --- Through the whole pipeline, on a support-only project -------------------------------
@@ -252,19 +255,17 @@ def test_every_answer_row_agrees_with_its_claim_rows_before_and_after_adjudicati
 
     before = check()
     # an answer whose own fields are agreed but a claim's support waits: not decided
-    answer_pairs, claim_pairs = gold.pairs_for_project(demo)
+    answer_pairs, claim_pairs = pairs_for_project(demo)
     answer_pairs = {p.answer_id: p for p in answer_pairs}
     waiting = next(
         p
         for p in claim_pairs
-        if p.source["support_binary"] == gold.PENDING and not answer_pairs[p.answer_id].pending
+        if p.source["support_binary"] == PENDING and not answer_pairs[p.answer_id].pending
     )
     answer = Answer.objects.get(pk=waiting.answer_id)
     assert answer.answer_id not in before
     waiting_claims = [
-        p
-        for p in claim_pairs
-        if p.answer_id == answer.pk and p.source["support_binary"] == gold.PENDING
+        p for p in claim_pairs if p.answer_id == answer.pk and p.source["support_binary"] == PENDING
     ]
     for pair in waiting_claims:
         decide(demo, lead, answer.answer_id, pair.ordinal, "supported")

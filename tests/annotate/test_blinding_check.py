@@ -12,10 +12,10 @@ from django.urls import reverse
 from scipy.stats import ks_2samp
 from sklearn.metrics import roc_curve
 
-from annotate.blinding import FEATURES, ks_statistic, separability, visible_differences
+from annotate.members.services import add_member
 from annotate.models import Role
-from annotate.selectors import blinding_check
-from annotate.services import add_member
+from annotate.projects.blinding import FEATURES, ks_statistic, separability, visible_differences
+from annotate.projects.selectors import blinding_check
 from tests.conftest import PASSWORD, import_fixture
 
 
@@ -93,7 +93,7 @@ def test_the_check_names_the_in_prompt_fingerprint_and_a_rare_but_telling_one(cl
     on the baseline's answers only."""
     import json
 
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
     from tests.conftest import FIXTURES
 
     rows = [json.loads(line) for line in (FIXTURES / "demo.jsonl").read_text().splitlines()]
@@ -147,8 +147,8 @@ def test_the_setup_page_keeps_the_check_until_the_data_changes(client, lead):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from annotate.boundaries import edit_citations
     from annotate.models import Claim
+    from annotate.projects.boundaries import edit_citations
 
     project = import_fixture("demo.jsonl", "demo")
     add_member(project=project, username=lead.username, role=Role.LEAD)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import boundaries
+from annotate.common.errors import ServiceError
 from annotate.models import Answer, Claim
-from annotate.services import ServiceError, open_labelling
+from annotate.projects import boundaries
+from annotate.projects.opening import open_labelling
 
 VERIFIER = "a2-deadline/verifier"  # arrived without claims: two proposed sentence claims
 TEXT = (

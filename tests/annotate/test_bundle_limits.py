@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid, parse_bundle
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.bundles import parse_bundle
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Judgment, Passage, RetrievedPassage, Variant
-from annotate.services import import_bundle
-from evaluation import reports
+from evaluation.reports.evaluation import evaluate
 from tests.annotate.test_import import SMALL, errors_for, lines_of, nothing_written
 
 pytestmark = pytest.mark.django_db
@@ -307,7 +308,7 @@ def test_the_evaluation_report_reads_figures_at_their_limits():
     # Each is finite; their mean and p95 must be too (math.fsum overflows past 1.8e308).
     edits = {n: {"elapsed_ms": 1e12, "request_cost": 1e9} for n in (9, 10, 11, 12)}
     project = import_bundle(lines=lines_of(edit=edits), project_slug="t").project
-    report = reports.evaluate(project, ks=[1, 3])
+    report = evaluate(project, ks=[1, 3])
     latency = report["variants"]["baseline"]["generation"]["all"]["latency"]
     assert latency["mean"] == 1e12
 
@@ -322,7 +323,7 @@ def test_parse_bundle_reports_every_problem_of_a_line_at_once():
 def test_a_large_integer_valued_score_exports_as_a_number_that_imports_again():
     # Found by the fuzzer: 1e19 was exported as the integer 10000000000000000000, beyond a
     # 64-bit integer, which the import then refused: an export that did not re-import.
-    from annotate.exports import bundle_rows
+    from annotate.imports.bundle_export import bundle_rows
 
     retrieved = [{**ANSWER["retrieved"][0], "score": 1e19}]
     edited = lines_of(edit={9: {"retrieved": retrieved}})
@@ -338,7 +339,7 @@ def test_a_large_integer_valued_score_exports_as_a_number_that_imports_again():
 def test_a_message_that_quotes_a_huge_value_is_cut_short_whichever_importer_wrote_it():
     # Found by the fuzzer: the label importer's "unknown answer_id '...'" quoted all 20,001
     # characters of one, once per line.
-    from annotate.bundles import BundleError
+    from annotate.imports.lines import BundleError
 
     error = BundleError(3, "unknown answer_id '" + "x" * 20_001 + "'")
     assert len(error.message) == 1_000 - 40 + len("… (20,021 characters)")

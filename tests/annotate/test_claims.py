@@ -1,4 +1,4 @@
-"""Sentence-level claim proposals (annotate.claims): pure tests, no database."""
+"""Sentence-level claim proposals (annotate.imports.claims): pure tests, no database."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate.claims import (
+from annotate.imports.claims import (
     _MARKER_WITH_SPACE_RE,
     ProposedClaim,
     marker_free,

@@ -1,4 +1,4 @@
-"""annotate.collector: the cycle collector is paused while any reader builds a report, and
+"""annotate.common.collector: the cycle collector is paused while any reader builds a report, and
 comes back (or stays off, if it was off) when the last one is done, errors included."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from annotate import collector
+from annotate.common import collector
 
 
 def test_nested_and_failing_readers_give_the_collector_back():

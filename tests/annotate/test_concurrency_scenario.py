@@ -17,21 +17,20 @@ import pytest
 from django.db import connection
 from django.db.models import Count, Q
 
-from annotate.bundles import BundleInvalid
-from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
-from annotate.services import (
-    ServiceError,
-    StillUndoable,
-    add_member,
-    import_labels,
-    next_task,
-    open_labelling,
+from annotate.adjudication.services import StillUndoable, start_adjudication
+from annotate.common.errors import ServiceError
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
+from annotate.labelling.services import (
     reopen_task,
     save_answer_label,
     save_claim_label,
-    start_adjudication,
     submit_labels,
 )
+from annotate.members.services import add_member
+from annotate.models import AdjudicationLock, Answer, Assignment, ClaimLabel, LabelRevision
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -9,9 +9,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotate import markdown
-from annotate.docs_views import DOCS, resolve
-from annotate.services import import_bundle
+from annotate.common import markdown
+from annotate.common.docs_views import DOCS, resolve
+from annotate.imports.bundle_import import import_bundle
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
 

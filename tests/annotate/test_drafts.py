@@ -17,19 +17,18 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate.models import Answer, Assignment, ClaimLabel, Project
-from annotate.services import (
+from annotate.adjudication.services import StillUndoable, start_adjudication
+from annotate.common.errors import ServiceError
+from annotate.labelling.services import (
     IDLE_CAP_SECONDS,
-    ServiceError,
     StaleDraft,
-    StillUndoable,
-    open_labelling,
     reopen_task,
     save_answer_label,
     save_claim_label,
-    start_adjudication,
     submit_labels,
 )
+from annotate.models import Answer, Assignment, ClaimLabel, Project
+from annotate.projects.opening import open_labelling
 from tests.annotate.test_labelling import label_everything
 from tests.api import API, token_client
 from tests.conftest import PASSWORD

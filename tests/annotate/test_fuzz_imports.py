@@ -11,13 +11,14 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.bundles import (
+from annotate.imports.bundle_export import bundle_rows
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.bundles import (
     FIELDS,
     MAX_CITATIONS,
     MAX_ID,
     MAX_INT32,
     MAX_TEXT,
-    BundleInvalid,
     _checked_claim,
     _checked_retrieved,
     _Line,
@@ -25,7 +26,9 @@ from annotate.bundles import (
     _plain_retrieved,
     parse_bundle,
 )
-from annotate.exports import bundle_rows
+from annotate.imports.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS, import_labels
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import (
     Answer,
     AnswerCorrection,
@@ -42,16 +45,10 @@ from annotate.models import (
     RetrievedPassage,
     Variant,
 )
-from annotate.services import add_member, import_bundle, import_labels, next_task, open_labelling
-from annotate.services.label_import import CLAIM_LABEL_FIELDS, LABEL_FIELDS
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task
 from tests.conftest import FIXTURES, import_fixture
-from tests.fuzz import (
-    check_refusal,
-    fuzz,
-    in_savepoint,
-    mutate_lines,
-    random_objects,
-)
+from tests.fuzz import check_refusal, fuzz, in_savepoint, mutate_lines, random_objects
 
 SMALL = (FIXTURES / "small.jsonl").read_text().splitlines()
 DEMO = (FIXTURES / "demo.jsonl").read_text().splitlines()

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import random
 
-from annotate import gold
+from annotate.gold.pairs import (
+    AGREED,
+    PENDING,
+    UNION,
+    ItemPair,
+    _derive,
+    _derive_field,
+    claim_fields,
+)
 from annotate.schema import LabelSchema
 
 CITATION_VALUES = ({}, None, {"p1": "supports"}, {"p1": "supports", "p2": "does_not_support"})
@@ -30,13 +38,13 @@ def labels(rng: random.Random) -> dict:
 
 
 def derived(a: dict, b: dict, *, general: bool) -> tuple[dict, dict]:
-    pair = gold.ItemPair(1, 2, 0, 10, 11, a, b)
-    fields = gold.claim_fields(LabelSchema())
+    pair = ItemPair(1, 2, 0, 10, 11, a, b)
+    fields = claim_fields(LabelSchema())
     if general:
         for name in fields:
-            gold._derive_field(pair, name, None)
+            _derive_field(pair, name, None)
     else:
-        gold._derive(pair, fields, None)
+        _derive(pair, fields, None)
     return pair.gold, pair.source
 
 
@@ -49,8 +57,8 @@ def test_the_inline_common_case_gives_what_each_field_s_derivation_gives():
         assert fast == derived(a, b, general=True)
         checked.add((fast[1]["citations"], fast[1]["evidence"]))
     # every branch seen: citations agreed and pending, evidence agreed and united
-    assert {c for c, _ in checked} == {gold.AGREED, gold.PENDING}
-    assert {e for _, e in checked} == {gold.AGREED, gold.UNION}
+    assert {c for c, _ in checked} == {AGREED, PENDING}
+    assert {e for _, e in checked} == {AGREED, UNION}
 
 
 def test_equal_citations_in_another_order_and_no_evidence_are_agreed():
@@ -58,6 +66,6 @@ def test_equal_citations_in_another_order_and_no_evidence_are_agreed():
     a = {**base, "citations": {"p1": "supports", "p2": "does_not_support"}, "evidence_quote": "q"}
     b = {**base, "citations": {"p2": "does_not_support", "p1": "supports"}}
     value, source = derived(a, b, general=False)
-    assert source["citations"] == gold.AGREED and value["citations"] == a["citations"]
-    assert source["evidence"] == gold.AGREED
+    assert source["citations"] == AGREED and value["citations"] == a["citations"]
+    assert source["evidence"] == AGREED
     assert value["evidence"] == {"evidence_ids": [], "evidence_quote": "q"}

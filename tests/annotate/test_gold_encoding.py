@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from annotate import exports
-from annotate.exports import _json_bytes, _orjson_bytes, _row_encoder, gold_rows, jsonl
+from annotate.common.jsonl import jsonl
+from annotate.gold.exports import GoldRow, _json_bytes, _orjson_bytes, _row_encoder, gold_rows
 from annotate.models import Answer, Project
 from tests.annotate.test_adjudication import demo  # noqa: F401  (fixture)
 
@@ -41,7 +41,7 @@ def test_a_float_orjson_would_write_otherwise_makes_the_export_use_json(value):
 @pytest.mark.parametrize("kappa", [0.7905881490008093, 1e-05])
 def test_each_line_is_its_row_as_json_writes_it(demo, monkeypatch, kappa):  # noqa: F811
     """With a kappa that each encoder writes alike and one orjson writes as 0.00001."""
-    from evaluation import agreement_report
+    from evaluation.reports import agreement as agreement_report
 
     note = 'é 😀 \u2028 \x01 "quoted"'
     Answer.objects.filter(project=demo).update(text=note)
@@ -69,4 +69,4 @@ def test_the_rows_of_an_export_are_whole_objects(demo: Project):  # noqa: F811
     assert len({id(row) for row in rows}) == len(rows)
     rows[0]["gold"]["support"] = "changed"
     assert all(row["gold"].get("support") != "changed" for row in rows[1:])
-    assert isinstance(rows[0], exports.GoldRow)
+    assert isinstance(rows[0], GoldRow)

@@ -15,9 +15,12 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import GoldImport, ImportedClaimGold, ImportedGold
-from annotate.services import add_member, import_gold, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 pytestmark = pytest.mark.django_db
@@ -231,7 +234,7 @@ def mixed(halu):
 def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(halu):
     import jsonschema
 
-    from annotate.exports import gold_csv, gold_rows
+    from annotate.gold.exports import gold_csv, gold_rows
 
     _import(halu)
     rows = list(gold_rows(halu))
@@ -264,7 +267,7 @@ def test_gold_from_import_alone_exports_claim_and_answer_rows_with_no_reviewer(h
 
 
 def test_where_reviewers_labelled_too_their_gold_stands_and_the_row_keeps_both(mixed):
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
 
     sets = _label_sets()
     gold = {row["answer_id"] for row in gold_lines()}
@@ -300,7 +303,7 @@ def test_where_reviewers_labelled_too_their_gold_stands_and_the_row_keeps_both(m
 
 
 def test_the_export_id_moves_when_gold_is_imported_and_stays_when_nothing_changes(mixed, halu):
-    from annotate.exports import gold_fingerprint
+    from annotate.gold.exports import gold_fingerprint
 
     before = gold_fingerprint(mixed)
     assert _import(mixed).unchanged == len(gold_lines())
@@ -314,7 +317,7 @@ def test_the_export_id_moves_when_gold_is_imported_and_stays_when_nothing_change
 def test_a_project_without_imported_gold_exports_the_same_bytes_as_before(db):
     """No `imported` key on rows without imported gold: their content hashes (and release
     diffs) are as they were."""
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
     from tests.conftest import labelled_demo
 
     rows = list(gold_rows(labelled_demo()))
@@ -326,9 +329,10 @@ def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
 ):
     """Two queries a chunk for imported gold (its answers', then its claims'), whatever the
     chunk's size: no query per answer or claim."""
-    from annotate import exports
+    from annotate.gold import exports
+    from annotate.gold.exports import gold_rows
 
-    whole = list(exports.gold_rows(mixed))
+    whole = list(gold_rows(mixed))
     monkeypatch.setattr(exports, "GOLD_CHUNK", 5)
     answers = len({row["answer_id"] for row in whole})
     chunks = -(-answers // 5)
@@ -336,7 +340,7 @@ def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
     # assignments, claim labels, decisions, imported answers and claims, and the chunk's
     # retrieved passages, answers, citations and claims
     with django_assert_num_queries(10 + 9 * chunks):
-        rows = list(exports.gold_rows(mixed))
+        rows = list(gold_rows(mixed))
     assert rows == whole
 
 
@@ -346,7 +350,7 @@ def test_every_field_of_a_three_way_schema_is_imported_as_it_was_labelled(db):
     severity, evidence and citations are gold as imported, and the rows validate."""
     import jsonschema
 
-    from annotate.exports import gold_rows
+    from annotate.gold.exports import gold_rows
 
     project = import_fixture("demo.jsonl", "campaign")
     project = open_labelling(project=project)

@@ -17,17 +17,17 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from annotate import gold, report_cache
-from annotate.exports import gold_rows
+from annotate import report_cache
+from annotate.adjudication.services import DecisionInput, adjudicate
+from annotate.gold import summary
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import ItemPair, pairs_for_project
+from annotate.gold.summary import label_states
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Project, Role
-from annotate.services import (
-    DecisionInput,
-    add_member,
-    adjudicate,
-    import_gold,
-    import_labels,
-    open_labelling,
-)
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, labelled_demo
 
 STATES = ("agreed", "adjudicated", "pending", "imported")
@@ -100,7 +100,7 @@ def export_counts(project: Project) -> dict[str, list[int]]:
     return {label: [c[s] for s in STATES] + [c.total()] for label, c in tally.items()}
 
 
-def decide(project: Project, lead, pair: gold.ItemPair, field: str, value) -> None:
+def decide(project: Project, lead, pair: ItemPair, field: str, value) -> None:
     answer = Answer.objects.get(pk=pair.answer_id)
     claim = None if pair.claim_id is None else answer.claims.get(pk=pair.claim_id)
     adjudicate(
@@ -116,7 +116,7 @@ def adjudicate_some(project: Project, lead) -> None:
     """A lead settles an answer's only disputed claim (its claim and the answer become
     adjudicated) and, where the schema has answer fields, a disputed answer field; other
     disputes stay pending."""
-    answer_pairs, claim_pairs = gold.pairs_for_project(project)
+    answer_pairs, claim_pairs = pairs_for_project(project)
     disputed = Counter(p.answer_id for p in claim_pairs if p.pending)
     answers = {p.answer_id: p for p in answer_pairs}
     lone = next(
@@ -224,12 +224,12 @@ def test_the_empty_state_shows_only_while_nothing_is_doubly_labelled(
 def test_the_gold_page_costs_a_fixed_number_of_queries(
     demo, client, lead, monkeypatch, django_assert_num_queries
 ):
-    """Deriving the counts reads four queries a chunk of answers (gold.QUEUE_CHUNK), whatever
+    """Deriving the counts reads four queries a chunk of answers (QUEUE_CHUNK), whatever
     its size; a second view reads the kept counts."""
-    monkeypatch.setattr(gold, "QUEUE_CHUNK", 7)
+    monkeypatch.setattr(summary, "QUEUE_CHUNK", 7)
     client.login(username=lead.username, password=PASSWORD)
     url = reverse("gold", kwargs={"slug": demo.slug})
-    doubly = len(gold.label_states(demo))
+    doubly = len(label_states(demo))
     report_cache.clear()
     # The shares stored: savepoint, delete, insert, release; PostgreSQL's insert is a COPY,
     # which Django does not count.

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from annotate.exports import gold_rows
+from annotate.gold.exports import gold_rows
 from tests.conftest import labelled_demo
 
 SCHEMA = json.loads(

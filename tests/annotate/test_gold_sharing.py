@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import exports, gold
-from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report
+from annotate.adjudication.queue import adjudication_queue
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import _CHOICES, _NO_CITATIONS, _NO_IDS, pairs_for_project
 from evaluation.models import JudgeRun
-from evaluation.reports import compare, evaluate
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.comparison import compare
+from evaluation.reports.evaluation import evaluate
 from tests.api import build_demo
 from tests.conftest import decide_support
 
@@ -25,17 +28,17 @@ def test_every_reader_of_the_pairs_leaves_their_shared_values_as_they_were(
 ):
     project = build_demo([reviewer_a, reviewer_b], lead)
     decide_support(project, lead)
-    answer_pairs, claim_pairs = gold.pairs_for_project(project)
+    answer_pairs, claim_pairs = pairs_for_project(project)
     assert len({id(pair.source) for pair in claim_pairs}) < len(claim_pairs)
-    assert any(pair.a["citations"] is gold._NO_CITATIONS for pair in claim_pairs)
+    assert any(pair.a["citations"] is _NO_CITATIONS for pair in claim_pairs)
 
-    list(exports.gold_rows(project, item="all"))
-    list(exports.gold_rows(project, item="claim", with_context=True))
-    gold.adjudication_queue(project)
+    list(gold_rows(project, item="all"))
+    list(gold_rows(project, item="claim", with_context=True))
+    adjudication_queue(project)
     agreement_report(project)
     evaluate(project)
     compare(project, "baseline", "verifier")
     calibration_report(run=JudgeRun.objects.get(project=project), split="all")
 
-    assert gold._NO_CITATIONS == {} and gold._NO_IDS == []
-    assert all(key is value for key, value in gold._CHOICES.items())
+    assert _NO_CITATIONS == {} and _NO_IDS == []
+    assert all(key is value for key, value in _CHOICES.items())

@@ -11,8 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.bundles import BundleInvalid
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.lines import BundleInvalid
 from annotate.models import (
     Answer,
     Case,
@@ -25,7 +26,6 @@ from annotate.models import (
     Role,
     Variant,
 )
-from annotate.services import import_bundle
 from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES
 
@@ -435,7 +435,7 @@ def test_label_schema_comes_from_the_header_and_round_trips():
 
 @pytest.mark.django_db
 def test_label_schema_may_change_in_draft_and_is_locked_once_labelling_opens():
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     project = import_bundle(lines=SMALL, project_slug="t").project
     binary = lines_of(edit={1: {"label_schema": BINARY_SCHEMA}})
@@ -574,8 +574,8 @@ def test_a_replace_lists_what_it_would_delete_and_waits_for_a_confirmation(tmp_p
     """Issue #15: a replace re-import of unlabelled answers deleted their judge verdicts
     without a word. It now lists the answers, their claims and the verdicts, writes nothing,
     and goes on only when confirmed."""
-    from annotate.services import DeletionsNotConfirmed
-    from evaluation.judges import import_judge_run
+    from annotate.imports.bundle_plan import DeletionsNotConfirmed
+    from evaluation.judges.runs import import_judge_run
     from evaluation.models import Verdict
 
     project = import_bundle(lines=SMALL, project_slug="t").project

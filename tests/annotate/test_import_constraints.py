@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Project
-from annotate.services import import_bundle
 from tests.annotate.test_import import SMALL, lines_of
 
 pytestmark = pytest.mark.django_db
@@ -115,9 +115,10 @@ def _during_parsing(action):
 def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
     reviewer_a, monkeypatch
 ):
+    from annotate.common.errors import ServiceError
+    from annotate.members.services import add_member
     from annotate.models import Assignment
-    from annotate.services import add_member, open_labelling
-    from annotate.services.base import ServiceError
+    from annotate.projects.opening import open_labelling
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")
@@ -126,9 +127,9 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
     answer = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")
     before = counts()
 
-    from annotate.services import imports
+    from annotate.imports import bundle_import
 
-    planned = imports._plan
+    planned = bundle_import.plan_import
 
     def plan_then_take(*args, **kwargs):
         # The reviewer takes the answer right after the import has planned to replace it
@@ -137,7 +138,7 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
         Assignment.objects.create(project=project, answer=answer, reviewer=reviewer_a)
         return plan
 
-    monkeypatch.setattr(imports, "_plan", plan_then_take)
+    monkeypatch.setattr(bundle_import, "plan_import", plan_then_take)
     with pytest.raises(ServiceError, match="A reviewer took a2-deadline/baseline"):
         import_bundle(
             lines=[SMALL[0], json.dumps({**ANSWER, "sample": 1})],
@@ -150,8 +151,9 @@ def test_a_replace_refuses_when_a_reviewer_took_an_answer_it_deletes_meanwhile(
 
 
 def test_an_import_refuses_when_labelling_opened_while_it_was_read(reviewer_a):
-    from annotate.services import add_member, open_labelling
-    from annotate.services.base import ServiceError
+    from annotate.common.errors import ServiceError
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
 
     import_bundle(lines=SMALL, project_slug="t")
     project = Project.objects.get(slug="t")

@@ -9,9 +9,11 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import Assignment
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, import_fixture
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Answer, Assignment, LabelRevision
-from annotate.services import import_labels
 from tests.conftest import FIXTURES, import_fixture, labelled_demo
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,8 @@ def test_a_line_that_matches_the_stored_labels_is_still_checked_in_full(labelled
 
 
 def _opened_demo(slug: str):
-    from annotate.services import add_member, open_labelling
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
 
     project = import_fixture("demo.jsonl", slug)
     for name in ("alice", "bob"):
@@ -179,7 +180,8 @@ def test_a_file_in_reviewer_order_is_checked_across_its_chunks(monkeypatch):
     chunks far apart, and read once in each. Holders and the reviewer's own label sets are
     still counted across the chunks: a line naming an answer again, or a third reviewer on
     an answer the file already gives two, is refused by line."""
-    from annotate.services import add_member, label_import
+    from annotate.imports import label_import
+    from annotate.members.services import add_member
 
     monkeypatch.setattr(label_import, "LINE_CHUNK", 7)
     lines = (FIXTURES / "demo_labels.jsonl").read_bytes().splitlines()
@@ -215,8 +217,8 @@ def test_an_import_holds_none_of_the_answers_it_checked_while_it_writes(monkeypa
     passages, and let go after the chunk: none is alive when the label sets are written.
     Kept for the whole file (prefetched rows tie each claim back to its answer, and the
     import pauses the cycle collector), 10,000 label sets took the import to 486 MB."""
+    from annotate.imports import label_import
     from annotate.models import Citation, Claim, RetrievedPassage
-    from annotate.services import label_import
     from tests.annotate.test_paused_gc import alive_at
 
     monkeypatch.setattr(label_import, "LINE_CHUNK", 7)

@@ -15,18 +15,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import bulk
+from annotate.common import bulk
+from annotate.common.errors import ServiceError
+from annotate.labelling.selectors import CASE_FIELDS_NOT_SHOWN
+from annotate.labelling.services import save_answer_label, save_claim_label, submit_labels
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project
-from annotate.selectors import CASE_FIELDS_NOT_SHOWN
-from annotate.services import (
-    ServiceError,
-    next_task,
-    open_labelling,
-    release_task,
-    save_answer_label,
-    save_claim_label,
-    submit_labels,
-)
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task, release_task
 from tests.conftest import PASSWORD
 
 
@@ -77,7 +72,7 @@ def test_next_task_resumes_the_task_in_progress(open_team, reviewer_a):
 
 @pytest.mark.django_db
 def test_an_answer_never_gets_more_reviewers_than_the_overlap(open_team, reviewer_a, reviewer_b):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     third = add_member(project=open_team, username="carl", role="reviewer").user
     open_team.overlap = 2
@@ -129,7 +124,7 @@ def test_the_abandoned_check_reads_once_and_releases_only_what_is_abandoned(
     """Every next_task runs it first: with nothing abandoned it is one read, no transaction
     and no UPDATE of no rows. An abandoned task is released, with its reason, and its answer
     gets its room back; a task touched in time is left alone."""
-    from annotate.services import release_abandoned
+    from annotate.queue.services import release_abandoned
 
     open_team.overlap = 1
     open_team.save()
@@ -155,7 +150,7 @@ def test_a_reopened_task_left_idle_keeps_its_submitted_labels(
     """Undo, then walk away: the task holds a submitted label set, so it is not released for
     inactivity (which would drop those labels from agreement and gold and hand the slot to
     somebody else); it waits for its reviewer."""
-    from annotate.services import reopen_task
+    from annotate.labelling.services import reopen_task
 
     open_team.overlap = 1
     open_team.save()
@@ -208,7 +203,7 @@ def test_spread_order_keeps_each_group_apart_whenever_that_is_possible():
     from collections import Counter
     from random import Random
 
-    from annotate.services import spread_order
+    from annotate.projects.opening import spread_order
 
     for seed in range(500):
         rng = Random(seed)
@@ -390,7 +385,7 @@ def test_a_draft_with_quotes_and_markup_reads_back_whole_from_its_attribute(
 
 def _answer_with(project, *, claims: int, passages: int, number: int) -> Answer:
     """An answer with the given number of claims (each citing a passage) and passages."""
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     case = project.cases.first()
     ids = [f"bench-{number}-{i}" for i in range(passages)]
@@ -542,7 +537,7 @@ def test_progress_counts_what_the_queue_will_really_give_and_reaches_its_end(
     """'x/60 you' could never reach 60 when others filled the overlap: the reviewer's
     progress counts the answers the queue can still give them, so labelling everything it
     gives ends with submitted == reachable, whatever the co-reviewer took first."""
-    from annotate.selectors import reviewer_progress
+    from annotate.labelling.selectors import reviewer_progress
 
     for _ in range(3):  # bob fills some answers first
         taken = next_task(project=open_team, reviewer=reviewer_b)
@@ -566,7 +561,7 @@ def test_progress_counts_what_the_queue_will_really_give_and_reaches_its_end(
 
 
 def add_member_for(project, username):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     return add_member(project=project, username=username, role="reviewer").user
 
@@ -577,8 +572,8 @@ def test_a_reviewer_in_a_three_way_project_is_asked_for_the_subtype_of_unsupport
     """Reviewers choose the subtype; 'unsupported' is the binary scale's value (and a
     judge's). In the browser it is a field error; in an imported label file, an error on its
     line, and nothing is written."""
-    from annotate.bundles import BundleInvalid
-    from annotate.services import import_labels
+    from annotate.imports.label_import import import_labels
+    from annotate.imports.lines import BundleInvalid
 
     assignment = task_with_claims(open_team, reviewer_a)
     claim = assignment.answer.claims.get(ordinal=0)
@@ -617,7 +612,7 @@ def test_your_tasks_is_a_page_at_a_time_in_the_same_queries_whatever_the_count(c
     """A reviewer of a large project submits thousands of tasks: the list shows them a page at
     a time (newest first), every page in the same few queries, and htmx gets the table alone;
     all pages together list every task once."""
-    from annotate import views
+    from annotate.labelling import views
     from tests.conftest import labelled_demo
 
     project = labelled_demo(password=PASSWORD)

@@ -10,9 +10,11 @@ import re
 import pytest
 from django.urls import reverse
 
+from annotate.labelling.services import save_claim_label
 from annotate.models import Answer, Assignment, ClaimLabel, Project
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import open_labelling, save_claim_label, set_label_schema
 from tests.conftest import PASSWORD
 
 

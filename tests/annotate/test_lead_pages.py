@@ -16,17 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotate import report_cache
-from annotate.models import (
-    Answer,
-    Assignment,
-    Case,
-    Claim,
-    Membership,
-    Passage,
-    Project,
-    Role,
-)
-from annotate.services import add_member, allow_adding_anyone, open_labelling
+from annotate.members.services import add_member, allow_adding_anyone
+from annotate.models import Answer, Assignment, Case, Claim, Membership, Passage, Project, Role
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, may_create_projects
 
 SMALL = (FIXTURES / "small.jsonl").read_bytes()
@@ -717,7 +709,7 @@ def test_bundle_text_is_escaped_everywhere(client, lead):
     )
     project = Project.objects.create(slug="x", name="X", corpus_version="course-notes-v1")
     add_member(project=project, username=lead.username, role=Role.LEAD)
-    from annotate.services import import_bundle
+    from annotate.imports.bundle_import import import_bundle
 
     import_bundle(lines=lines.splitlines(), project_slug="x")
     answer = Answer.objects.get(project=project, answer_id=VERIFIER)
@@ -791,7 +783,7 @@ def test_pages_before_any_double_labelling_say_so_instead_of_empty_numbers(
 
 
 def test_the_lead_sets_the_label_schema_in_draft_and_sees_it_locked_once_open(client, team, lead):
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     client.login(username=lead.username, password=PASSWORD)
     url = reverse("label_schema", kwargs={"slug": team.slug})

@@ -1,7 +1,7 @@
 """A file saved with old Mac line endings (a lone carriage return ends each line) imports the
 same from a command as from a page or the API: the uploads are stored and read back through
 Django's File, which ends lines at \\r too, and a command's open() or a raw request body end
-them at \\n only. annotate.bundles.line_ends makes every importer read lines alike."""
+them at \\n only. annotate.imports.lines.line_ends makes every importer read lines alike."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from annotate.bundles import JsonLines, line_ends
+from annotate.imports.lines import JsonLines, line_ends
+from annotate.members.services import add_member
 from annotate.models import Assignment, LabelRevision
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
 from jobs import services as jobs
 from jobs.models import Job
 from tests.conftest import FIXTURES, import_fixture

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from annotate.services import import_bundle, open_labelling
-from evaluation.judges import import_judge_run
+from annotate.imports.bundle_import import import_bundle
+from annotate.projects.opening import open_labelling
+from evaluation.judges.runs import import_judge_run
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -13,10 +13,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import (
+    add_member,
+    allow_adding_anyone,
+    import_members,
+    parse_member_rows,
+)
 from annotate.models import Membership, Role
-from annotate.services import add_member, allow_adding_anyone, import_members
-from annotate.services.members import parse_member_rows
 from tests.conftest import FIXTURES, PASSWORD
 
 User = get_user_model()

@@ -12,8 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.access import may_create_projects as may
 from annotate.models import Membership, Project, Role
+from annotate.projects.access import may_create_projects as may
 from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, PASSWORD, may_create_projects
 
@@ -100,3 +100,18 @@ def test_the_demo_lead_may_create_projects(db):
     # Loaded again (an older demo database): still allowed, nothing duplicated.
     call_command("load_demo", stdout=io.StringIO())
     assert may(get_user_model().objects.get(username="lead"))
+
+
+def test_a_permission_granted_shows_on_the_user_the_service_returns(lead, settings):
+    """Django caches a user's permissions on the instance that checked them: a permission
+    granted afterwards shows on the user read again from the database, which the services
+    return (Django's documented way; they cleared the instance's private cache before)."""
+    from annotate.members.services import allow_adding_anyone
+    from annotate.projects.access import may_add_anyone
+    from annotate.projects.services import allow_creating_projects
+
+    settings.CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = False
+    assert not may(lead) and not may_add_anyone(lead)  # cached on `lead` now
+    assert may(allow_creating_projects(user=lead))
+    assert may_add_anyone(allow_adding_anyone(user=lead))
+    assert not may(lead)  # the instance checked before keeps what it cached

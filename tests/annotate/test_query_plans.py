@@ -26,7 +26,7 @@ from annotate.models import (
     Role,
     Variant,
 )
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests.annotate.test_labelling import label_everything
 from tests.conftest import PASSWORD
 
@@ -200,7 +200,7 @@ def test_a_reviewer_s_progress_reads_their_rows_and_the_open_queue_only(reviewer
     submitted assignments and ten answers still open, it reads the reviewer's own
     assignments and the open-queue index, not every assignment of the project (which it
     once grouped by answer: 8-11 ms a page at 10,000 answers)."""
-    from annotate.selectors import reviewer_progress
+    from annotate.labelling.selectors import reviewer_progress
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
@@ -281,7 +281,7 @@ def test_releasing_abandoned_tasks_reads_the_tasks_in_progress_only(reviewer_a):
     """Every next_task first releases the project's abandoned tasks. In a project of 8,000
     submitted assignments and one task in progress, that reads the one row in progress (the
     partial index of tasks in progress), not every assignment of the project."""
-    from annotate.services.queue import release_abandoned
+    from annotate.queue.services import release_abandoned
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
@@ -328,8 +328,10 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     sequential scan of the table, so every chunk read every answer's claims and labels
     again (each chunk of a 10,000-answer export scanned 100,000 claims, 200,000 labels and
     100,000 citations). `__among` adds the list's bounds, which lower the planner's
-    estimate until it takes the index (annotate/lookups.py says how)."""
-    from annotate import exports, gold
+    estimate until it takes the index (annotate/common/lookups.py says how)."""
+    from annotate.gold import exports, summary
+    from annotate.gold.exports import gold_rows
+    from annotate.gold.summary import pair_summary
 
     others = [
         get_user_model().objects.create_user(username=f"big{i}", password="x") for i in range(2)
@@ -338,13 +340,13 @@ def test_the_gold_export_and_queue_read_each_chunk_through_indexes(reviewer_a, m
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     monkeypatch.setattr(exports, "GOLD_CHUNK", CHUNK)
-    monkeypatch.setattr(gold, "QUEUE_CHUNK", CHUNK)
+    monkeypatch.setattr(summary, "QUEUE_CHUNK", CHUNK)
 
     with CaptureQueriesContext(connection) as export:
-        rows = sum(1 for _ in exports.gold_rows(project))
+        rows = sum(1 for _ in gold_rows(project))
     assert rows == BIG_ANSWERS * 3  # two claim rows and an answer row each
     with CaptureQueriesContext(connection) as queue:
-        summary = gold.pair_summary(project)
+        summary = pair_summary(project)
     assert sum(summary.claims.values()) == 2 * BIG_ANSWERS
 
     read = set()

@@ -11,8 +11,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from annotate.members.services import add_member
 from annotate.models import Assignment
-from annotate.services import add_member, next_task, open_labelling
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task
 from tests.conftest import import_fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -128,7 +130,7 @@ def test_next_never_says_empty_while_an_answer_still_has_room(crowded_project):
 
 
 def test_the_full_flag_follows_the_holders(crowded_project):
-    from annotate.services import release_task
+    from annotate.queue.services import release_task
 
     project, reviewers = crowded_project
     first = next_task(project=project, reviewer=reviewers[0])
@@ -148,9 +150,11 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
     """Issue #15: a reviewer's reopen racing the lead opening adjudication succeeded in 93 of
     100 tries: the lead read labels the reviewer then changed. Both now take the answer's row
     lock; the lead reads the labels only after the lock is taken."""
-    from annotate import selectors
+    from annotate.adjudication.selectors import adjudication_screen
+    from annotate.adjudication.services import start_adjudication
+    from annotate.common.errors import ServiceError
+    from annotate.labelling.services import reopen_task
     from annotate.models import AdjudicationLock
-    from annotate.services import ServiceError, reopen_task, start_adjudication
 
     project, reviewers = crowded_project
     lead = get_user_model().objects.create(username="lead")
@@ -174,7 +178,7 @@ def test_a_reopen_racing_a_lead_opening_adjudication_never_both_succeed(crowded_
         def lead_opens():
             if start_adjudication(answer=answer, lead=lead) is None:
                 return "not doubly labelled"
-            screen = selectors.adjudication_screen(project, answer.task_number)
+            screen = adjudication_screen(project, answer.task_number)
             return "read labels" if screen is not None else "nothing to read"
 
         reopened, read = run_at_once([reopen, lead_opens])
@@ -195,8 +199,8 @@ def test_two_tabs_saving_one_claim_at_once_write_it_once_and_count_time_once(cro
 
     from django.utils import timezone
 
+    from annotate.labelling.services import StaleDraft, save_claim_label
     from annotate.models import ClaimLabel
-    from annotate.services import StaleDraft, save_claim_label
 
     project, reviewers = crowded_project
     assignment = next_task(project=project, reviewer=reviewers[0])

@@ -15,11 +15,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotate import ragas
-from annotate.bundles import BundleInvalid
+from annotate.imports import ragas
+from annotate.imports.lines import BundleInvalid
+from annotate.imports.ragas_import import import_ragas
+from annotate.members.services import add_member
 from annotate.models import Answer, Case, Claim, Membership, Passage, Project, Role, Variant
+from annotate.projects.opening import open_labelling
 from annotate.schema import LabelSchema
-from annotate.services import add_member, import_ragas, open_labelling
 from tests.api import API, finished_job, token_client
 from tests.conftest import FIXTURES, may_create_projects
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
+from annotate.imports.ragas_import import import_ragas
 from annotate.models import Case
-from annotate.services import import_ragas
 from tests.conftest import FIXTURES
 from tests.conftest import labelled_demo as build_labelled_demo
 

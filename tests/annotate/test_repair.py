@@ -13,8 +13,10 @@ import math
 import pytest
 from django.core.management import call_command
 
-from annotate.bundles import BundleInvalid, content_hash
-from annotate.exports import bundle_rows
+from annotate.imports.bundle_export import bundle_rows
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.lines import BundleInvalid
+from annotate.imports.records import content_hash
 from annotate.models import (
     Answer,
     AnswerCorrection,
@@ -23,8 +25,7 @@ from annotate.models import (
     LabelRevision,
     RetrievedPassage,
 )
-from annotate.services import import_bundle
-from evaluation import reports
+from evaluation.reports.evaluation import evaluate
 from tests import api as shared
 
 demo = shared.demo  # fixture: the demo project, open, every answer labelled by two reviewers
@@ -182,7 +183,7 @@ def test_a_project_broken_by_a_nan_from_before_is_repaired_by_a_replace_reimport
         elapsed_ms=float("nan"), content_hash=content_hash({**good, "elapsed_ms": float("nan")})
     )
     with pytest.raises(ValueError, match="finite"):
-        reports.evaluate(demo)  # the evaluation page's 500
+        evaluate(demo)  # the evaluation page's 500
     broken = next(r for r in exported(demo) if r.get("answer_id") == answer.answer_id)
     assert math.isnan(broken["elapsed_ms"])  # export_bundle would write NaN: not JSON
 
@@ -197,7 +198,7 @@ def test_a_project_broken_by_a_nan_from_before_is_repaired_by_a_replace_reimport
     assert AnswerCorrection.objects.get().changes == {
         "elapsed_ms": {"old": "NaN", "new": good["elapsed_ms"]}
     }
-    assert reports.evaluate(demo)["variants"]  # the evaluation page works again
+    assert evaluate(demo)["variants"]  # the evaluation page works again
     rows = exported(demo)
     copy = import_bundle(lines=lines(rows), project_slug="copy").project
     assert exported(copy)[1:] == rows[1:]

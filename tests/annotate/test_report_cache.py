@@ -10,17 +10,17 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotate import gold, report_cache
-from annotate.boundaries import adjust_span, edit_citations, split_claim
+from annotate import report_cache
+from annotate.adjudication.queue import adjudication_queue
+from annotate.gold.summary import label_states
+from annotate.imports.bundle_import import import_bundle
+from annotate.labelling.services import reopen_task
+from annotate.members.services import add_member
 from annotate.models import Assignment, Claim, Passage, Project, Role
+from annotate.projects.boundaries import adjust_span, edit_citations, split_claim
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import (
-    add_member,
-    import_bundle,
-    open_labelling,
-    reopen_task,
-    set_label_schema,
-)
 from tests.conftest import (
     FIXTURES,
     PASSWORD,
@@ -63,7 +63,7 @@ def test_a_kept_report_is_served_until_the_data_changes(labelled, lead):
 
     def compute():
         calls.append(1)
-        return gold.adjudication_queue(labelled)
+        return adjudication_queue(labelled)
 
     first = reports.get("queue", compute)
     assert report_cache.reports_of(labelled).get("queue", compute) is first
@@ -95,7 +95,7 @@ def test_a_decision_a_reopen_and_a_new_submission_each_change_the_version(labell
 def test_gold_imported_from_elsewhere_changes_the_version_and_not_the_content(labelled):
     """import_gold is a label write: every report moves with it (the same file again moves
     nothing), and what reads no label (the blinding check) stays kept."""
-    from annotate.services import import_gold
+    from annotate.imports.gold_import import import_gold
     from tests.conftest import gold_for_every_answer
 
     data, content = report_cache.data_versions(labelled)
@@ -192,7 +192,7 @@ def test_the_gold_page_and_every_view_of_the_queue_share_one_derivation(
     ]
     for url in pages[:3]:
         assert client.get(url).status_code == 200
-    doubly = set(gold.label_states(labelled))
+    doubly = set(label_states(labelled))
     assert derived == [doubly] and len(doubly) > 1
     pair = decide_support(labelled, lead)
     assert client.get(pages[0]).status_code == 200
@@ -208,17 +208,17 @@ def test_a_summary_kept_as_shares_is_the_summary_derived_afresh(
     submitted again with other labels, one reopened, an answer newly labelled twice -- the
     summary built from kept shares and the answers that changed is the one derived from
     nothing."""
-    from annotate import selectors
+    from annotate.gold.selectors import pair_summary
+    from annotate.labelling.services import submit_labels
     from annotate.models import Answer
-    from annotate.services import submit_labels
     from tests.annotate.test_labelling import label_everything
 
     reports = lambda: report_cache.reports_of(labelled)  # noqa: E731
     summaries = []
 
     def check():
-        kept = selectors.pair_summary(labelled, reports())
-        assert kept == gold.pair_summary(labelled)
+        kept = pair_summary(labelled, reports())
+        assert kept == pair_summary(labelled)
         summaries.append(kept)
 
     check()
@@ -320,9 +320,9 @@ def test_the_content_version_moves_with_the_answers_not_with_the_labels(labelled
 def test_the_set_up_page_checks_blinding_once_while_reviewers_label(
     client, labelled, lead, monkeypatch
 ):
-    from annotate import selectors
+    from annotate.projects import views
 
-    checks = project_calls(monkeypatch, selectors, "blinding_check")
+    checks = project_calls(monkeypatch, views, "blinding_check")
     lead.set_password(PASSWORD)
     lead.save()
     client.login(username=lead.username, password=PASSWORD)

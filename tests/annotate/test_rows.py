@@ -1,7 +1,7 @@
-"""The task views' reads are hand-written SQL (annotate.rows says why): they must return what
-the ORM queries they replaced returned -- the same rows, the same values of the same types,
-for every person and every kind of task, on SQLite and PostgreSQL alike. The ORM queries are
-kept here as the specification.
+"""The task views' reads are hand-written SQL (annotate.labelling.rows says why): they must
+return what the ORM queries they replaced returned -- the same rows, the same values of the
+same types, for every person and every kind of task, on SQLite and PostgreSQL alike. The ORM
+queries are kept here as the specification.
 
 Two copies of the demo project hold the same task numbers and the same passage ids, so a
 statement that loses a project condition returns the other project's row, and a reviewer who
@@ -13,6 +13,8 @@ import pytest
 from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from annotate.labelling.preferences import set_preferences
+from annotate.labelling.selectors import CASE_FIELDS_NOT_SHOWN, claim_to_save, reviewer_task
 from annotate.models import (
     Answer,
     Assignment,
@@ -25,8 +27,6 @@ from annotate.models import (
     RetrievedPassage,
     Role,
 )
-from annotate.selectors import CASE_FIELDS_NOT_SHOWN, claim_to_save, reviewer_task
-from annotate.services import set_preferences
 from tests.conftest import labelled_demo
 
 RELEASED = Assignment.Status.RELEASED
@@ -226,7 +226,7 @@ def test_a_field_whose_value_may_differ_by_database_is_refused():
     """A job's id, a UUID, comes back as text from SQLite and as a UUID from PostgreSQL: read
     as returned, it would differ from the ORM's on one of them, so declaring the columns of a
     statement that reads it fails at once."""
-    from annotate.rows import Columns
+    from annotate.labelling.rows import Columns
     from jobs.models import Job
 
     with pytest.raises(TypeError, match="UUIDField"):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotate import safe_json
+from annotate.common import safe_json
 
 ODD_TEXT = st.text(alphabet=st.sampled_from(["a", "é", " ", "\x00", "\x1f", "\t", "\ud800", '"']))
 SCALARS = st.one_of(

@@ -8,10 +8,10 @@ agrees and fails on any answer it gets wrong that is not a known miss.
 
 Scoring another version of the splitter, e.g. the one on ``main`` before a change::
 
-    git show main:annotate/claims.py > /tmp/claims_main.py
+    git show main:annotate/imports/claims.py > /tmp/claims_main.py
     python -m tests.annotate.test_splitter_corpus /tmp/claims_main.py
 
-Without an argument it scores ``annotate/claims.py``.
+Without an argument it scores ``annotate/imports/claims.py``.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_corpus_is_large_enough_and_every_expected_sentence_is_in_its_text():
 
 
 def test_splitter_agrees_with_the_hand_split_corpus_except_the_known_misses():
-    from annotate import claims
+    from annotate.imports import claims
 
     result = agreement(splitter_from(claims), load_corpus())
     print(f"\nsplitter corpus: {result.report()}")
@@ -140,7 +140,7 @@ if __name__ == "__main__":
         sys.modules[spec.name] = module  # dataclasses look their module up while it loads
         spec.loader.exec_module(module)
     else:
-        from annotate import claims as module
+        from annotate.imports import claims as module
     result = agreement(splitter_from(module), load_corpus())
     print(result.report())
     print("misses:", " ".join(result.misses) or "none")

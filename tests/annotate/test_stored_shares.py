@@ -12,7 +12,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotate import gold, report_cache, selectors, stored_shares
+from annotate import report_cache, stored_shares
+from annotate.gold import selectors
+from annotate.gold import summary as gold
 from annotate.models import Answer, StoredShare
 from tests.conftest import decide_support, labelled_demo
 

@@ -46,8 +46,10 @@ def build_demo(reviewers, lead):
     """The demo project, open, with both reviewers' labels of every answer and one judge run:
     agreement, adjudication, gold and calibration all have something to show. The reviewers
     must be named alice and bob (the label file names them)."""
-    from annotate.services import add_member, import_labels, open_labelling
-    from evaluation.judges import import_judge_run
+    from annotate.imports.label_import import import_labels
+    from annotate.members.services import add_member
+    from annotate.projects.opening import open_labelling
+    from evaluation.judges.runs import import_judge_run
     from tests.conftest import FIXTURES, import_fixture
 
     project = import_fixture("demo.jsonl", "demo")

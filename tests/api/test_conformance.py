@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotate.models import Membership
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests.api import API, token_client
 from tests.conftest import FIXTURES
 

@@ -16,11 +16,12 @@ from django.contrib.staticfiles import finders
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer, Assignment, Decision, Membership, Project, Role
-from annotate.services import allow_adding_anyone, open_labelling
-from evaluation.agreement_report import agreement_report
+from annotate.projects.opening import open_labelling
 from evaluation.models import JudgeRun
+from evaluation.reports.agreement import agreement_report
 from jobs.models import Job
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
@@ -357,14 +358,14 @@ def test_an_empty_queue_is_204_and_a_closed_one_409(team, reviewer_a):
 
 
 def first_disagreement(project):
-    queue = gold.adjudication_queue(project)
+    queue = adjudication_queue(project)
     return queue[0]
 
 
 def test_the_adjudication_queue_is_served_most_serious_first_and_filters(demo, lead):
     client = token_client(lead)
     queue = client.get(f"{API}/projects/demo/adjudication/?limit=500").json()
-    expected = gold.adjudication_queue(demo)
+    expected = adjudication_queue(demo)
     assert [item["task_number"] for item in queue["results"]] == [d.task_number for d in expected]
     assert set(queue["results"][0]) == {"task_number", "score", "fields"}
     support = client.get(f"{API}/projects/demo/adjudication/?field=support&limit=500").json()
@@ -556,7 +557,7 @@ def test_labels_import_through_the_api_is_all_or_nothing(team, lead):
 def test_member_and_project_lists_cost_a_fixed_number_of_queries(
     team, lead, reviewer_a, extra_members, django_assert_num_queries
 ):
-    from annotate.services import add_member
+    from annotate.members.services import add_member
 
     for i in range(extra_members):
         add_member(project=team, username=f"extra{i}", role="reviewer")
@@ -669,7 +670,7 @@ def test_the_docs_assets_are_among_the_static_files():
 def test_the_label_schema_is_set_by_a_lead_in_draft_and_followed_by_the_task_api(
     team, lead, reviewer_a, shared_queue_start
 ):
-    from annotate.services import open_labelling
+    from annotate.projects.opening import open_labelling
 
     url = f"{API}/projects/small/label-schema/"
     assert (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotate.api import views as api_views
+from annotate.api.projects import ProjectList
 from tests.api import API, token_client
 
 
@@ -15,7 +15,7 @@ def boom(*args, **kwargs):
 
 
 def test_an_exception_in_an_api_view_is_a_json_500(db, lead, monkeypatch):
-    monkeypatch.setattr(api_views.ProjectList, "get", boom)
+    monkeypatch.setattr(ProjectList, "get", boom)
     client = token_client(lead)
     client.raise_request_exception = False
     response = client.get(f"{API}/projects/")
@@ -26,7 +26,7 @@ def test_an_exception_in_an_api_view_is_a_json_500(db, lead, monkeypatch):
 
 
 def test_the_exception_is_still_reported_as_django_reports_one(db, lead, monkeypatch, caplog):
-    monkeypatch.setattr(api_views.ProjectList, "get", boom)
+    monkeypatch.setattr(ProjectList, "get", boom)
     client = token_client(lead)
     client.raise_request_exception = False
     with caplog.at_level("ERROR", logger="django.request"):
@@ -62,9 +62,9 @@ def test_a_request_django_refuses_under_api_is_a_json_400(db):
 
 
 def test_pages_keep_their_html_500(db, lead, monkeypatch):
-    from annotate import views
+    from annotate.projects import views
 
-    monkeypatch.setattr(views.selectors, "projects_for", boom)
+    monkeypatch.setattr(views, "projects_for", boom)
     client = Client(raise_request_exception=False)
     client.force_login(lead)
     response = client.get("/")

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate import gold
-from annotate.exports import gold_rows
+from annotate.adjudication.queue import adjudication_queue
+from annotate.gold.exports import gold_rows
+from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS
 from annotate.models import Assignment, ClaimLabel, Decision, Membership
 from tests import api as shared
 from tests.annotate.test_gold_schema import SCHEMA
@@ -26,7 +27,7 @@ demo = shared.demo  # fixture
 
 @pytest.fixture
 def world(demo, lead, reviewer_a):
-    number = gold.adjudication_queue(demo)[0].task_number
+    number = adjudication_queue(demo)[0].task_number
     reviewer = token_client(reviewer_a)
     task = reviewer.post(f"{API}/projects/demo/tasks/next/").json()["task_number"]
     return {
@@ -65,7 +66,7 @@ ADJUDICATION_VALUES = pick(
 DECISION = st.fixed_dictionaries(
     {
         "claim": st.one_of(st.sampled_from([None, 0, 1, 99]), HOSTILE),
-        "field": pick(*gold.CLAIM_FIELDS, *gold.ANSWER_FIELDS),
+        "field": pick(*CLAIM_FIELDS, *ANSWER_FIELDS),
         "value": ADJUDICATION_VALUES,
     }
 )

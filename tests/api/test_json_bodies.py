@@ -1,5 +1,5 @@
-"""Issue #15: every JSON body the API reads is read strictly (annotate.safe_json). Deep nesting
-made every JSON endpoint answer 500 (RecursionError inside DRF's parser); 1e400 became
+"""Issue #15: every JSON body the API reads is read strictly (annotate.common.safe_json). Deep
+nesting made every JSON endpoint answer 500 (RecursionError inside DRF's parser); 1e400 became
 infinity; NUL characters and lone surrogates went on to the database. Each is now a 400 whose
 JSON body names the field, and nothing is written."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
 from annotate.models import ClaimLabel, Decision, Membership
-from annotate.services import open_labelling
+from annotate.projects.opening import open_labelling
 from tests import api as shared
 from tests.api import API, token_client
 
@@ -21,7 +21,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 @pytest.fixture
 def endpoints(demo, lead, reviewer_a):
     """(client, method, url) of every endpoint that reads a JSON body."""
-    number = gold.adjudication_queue(demo)[0].task_number
+    number = adjudication_queue(demo)[0].task_number
     reviewer = token_client(reviewer_a)
     task = reviewer.post(f"{API}/projects/demo/tasks/next/").json()["task_number"]
     leader = token_client(lead)

@@ -14,17 +14,13 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.labelling.services import save_answer_label, save_claim_label
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer
-from annotate.services import (
-    allow_adding_anyone,
-    import_gold,
-    import_labels,
-    next_task,
-    open_labelling,
-    release_task,
-    save_answer_label,
-    save_claim_label,
-)
+from annotate.projects.opening import open_labelling
+from annotate.queue.services import next_task, release_task
 from tests import api as shared
 from tests.api import API, JSONL, finished_job, token_client
 from tests.conftest import FIXTURES, gold_for_every_answer, may_create_projects
@@ -78,7 +74,7 @@ def world(team, reviewer_a, reviewer_b, lead, shared_queue_start):
     mine = take_with_claims(reviewer_a)
     theirs = next_task(project=project, reviewer=reviewer_b)
     assert mine.answer_id == skipped.answer_id and theirs.answer_id != mine.answer_id
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
 
     run = import_judge_run(lines=jsonl(RUN).splitlines(), project=project, user=lead).run
     labelled = Answer.objects.get(project=project, answer_id="a2-deadline/baseline")

@@ -17,8 +17,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from knox.models import AuthToken
 
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Membership, Project, Role
-from annotate.services import allow_adding_anyone
 from evaluation.models import JudgeRun
 from tests.conftest import may_create_projects
 

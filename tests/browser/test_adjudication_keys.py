@@ -11,9 +11,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
+from annotate.gold.pairs import PENDING, pairs_for_project
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Decision
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -37,7 +40,7 @@ def demo(lead):
 
 
 def open_first_disagreement(page, demo):
-    number = gold.adjudication_queue(demo)[0].task_number
+    number = adjudication_queue(demo)[0].task_number
     page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
     expect(page.get_by_role("heading", name=f"Adjudicate · Task {number}")).to_be_visible()
     return number
@@ -70,18 +73,18 @@ def pending_fields(demo, number: int) -> list:
     from annotate.models import Answer
 
     answer = Answer.objects.get(project=demo, task_number=number)
-    answer_pairs, claim_pairs = gold.pairs_for_project(demo, answer_ids=[answer.pk])
+    answer_pairs, claim_pairs = pairs_for_project(demo, answer_ids=[answer.pk])
     return [
         (pair, name)
         for pair in [*answer_pairs, *claim_pairs]
         for name, source in pair.source.items()
-        if source == gold.PENDING
+        if source == PENDING
     ]
 
 
 def two_field_dispute(demo) -> int:
     """The task number of a disagreement with exactly two fields to decide (the demo has one)."""
-    for item in gold.adjudication_queue(demo):
+    for item in adjudication_queue(demo):
         if len(pending_fields(demo, item.task_number)) == 2:
             return item.task_number
     raise AssertionError("the demo has no disagreement of two fields")
@@ -163,7 +166,7 @@ def test_with_single_key_shortcuts_off_letters_do_nothing_but_enter_and_escape_w
 ):
     """WCAG 2.1.4: the preference that turns letter keys off on the labelling screen holds
     here too (the template reads `shortcuts`; its view passes the preference)."""
-    from annotate.services import set_preferences
+    from annotate.labelling.preferences import set_preferences
 
     set_preferences(user=lead, single_key_shortcuts=False)
     login(page, lead)

@@ -22,7 +22,7 @@ JOB_URL = re.compile(r"/jobs/[0-9a-f-]{36}/$")
 
 @pytest.fixture
 def lead(lead):
-    """A lead who may create projects (annotate.access)."""
+    """A lead who may create projects (annotate.projects.access)."""
     may_create_projects(lead)
     return lead
 

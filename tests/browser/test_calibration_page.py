@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.management.commands.load_demo import load as load_demo
+from annotate.members.services import add_member
 from annotate.models import Project, Role
-from annotate.services import add_member
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import FIXTURES, login, screenshot
 

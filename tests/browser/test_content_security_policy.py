@@ -10,9 +10,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Assignment, Project, Role
-from annotate.services import add_member, import_labels, open_labelling
-from evaluation.judges import import_judge_run
+from annotate.projects.opening import open_labelling
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import FIXTURES, import_fixture, login, may_create_projects
 

@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.management.commands.load_demo import load as load_demo
+from annotate.members.services import add_member
 from annotate.models import Project, Role
-from annotate.services import add_member
 from tests.conftest import login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import add_member
 from annotate.models import GoldImport
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, import_fixture, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -12,8 +12,9 @@ from collections import Counter
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.browser.test_reviewer_flow import sign_in
 from tests.conftest import import_fixture
 
@@ -153,7 +154,7 @@ def test_a_two_claim_task_by_keyboard_alone_with_a_quote_from_mid_passage(page, 
 
 
 def test_keys_never_steal_from_a_control_and_can_be_turned_off(page, demo, reviewer_a):
-    from annotate.services import set_preferences
+    from annotate.labelling.preferences import set_preferences
 
     sign_in(page, reviewer_a)
     task = task_of(demo, reviewer_a, "a2-deadline/verifier")
@@ -246,7 +247,7 @@ def test_keys_and_selections_change_nothing_on_a_submitted_task(page, demo, revi
     """A submitted task's form is a disabled fieldset: its inputs carry no disabled attribute
     of their own, so the script must ask :disabled -- or a key press on a task opened again
     (Previous task) would change a radio, try to save, and leave values nobody stored."""
-    from annotate.services import submit_labels
+    from annotate.labelling.services import submit_labels
     from tests.annotate.test_labelling import label_everything
 
     task = task_of(demo, reviewer_a, "a2-weight/baseline")

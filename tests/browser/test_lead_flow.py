@@ -10,8 +10,10 @@ import jsonschema
 import pytest
 from playwright.sync_api import expect
 
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Decision
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotate import gold
+from annotate.adjudication.queue import adjudication_queue
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Project, Role
-from annotate.services import add_member, import_labels, open_labelling
-from evaluation.judges import import_judge_run
+from annotate.projects.opening import open_labelling
+from evaluation.judges.runs import import_judge_run
 from tests.conftest import FIXTURES, PASSWORD, import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,7 +35,7 @@ def demo(lead) -> tuple[Project, int]:
 
 
 def lead_pages(project, run_pk) -> dict[str, str]:
-    number = gold.adjudication_queue(project)[0].task_number
+    number = adjudication_queue(project)[0].task_number
     slug = project.slug
     return {
         "setup": f"/p/{slug}/setup/",

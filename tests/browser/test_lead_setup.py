@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import allow_adding_anyone
 from annotate.models import Answer
-from annotate.services import allow_adding_anyone
 from tests.conftest import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

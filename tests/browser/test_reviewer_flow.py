@@ -12,8 +12,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import add_member
 from annotate.models import Assignment, ClaimLabel, Project, Role
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
 from tests.conftest import import_fixture, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

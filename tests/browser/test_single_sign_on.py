@@ -12,8 +12,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotate.members.services import add_member
 from annotate.models import Role
-from annotate.services import add_member
 from tests.browser.test_accessibility import violations as accessibility_violations
 from tests.conftest import PASSWORD, import_fixture, screenshot
 from tests.oidc_provider import PROVIDER_NAME, passwords_off

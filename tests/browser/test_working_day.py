@@ -10,8 +10,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotate.labelling.preferences import set_preferences
+from annotate.members.services import add_member
 from annotate.models import Assignment, ClaimLabel, Passage, Project, Role
-from annotate.services import add_member, open_labelling, set_preferences
+from annotate.projects.opening import open_labelling
 from tests.browser.test_keyboard_only import Keys, open_task, submitted, task_of
 from tests.browser.test_reviewer_flow import sign_in
 from tests.conftest import ARTIFACTS, import_fixture

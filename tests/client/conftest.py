@@ -17,7 +17,7 @@ import pytest
 from claimdesk_client import Client
 from knox.models import AuthToken
 
-from annotate.services import allow_adding_anyone
+from annotate.members.services import allow_adding_anyone
 from tests.conftest import may_create_projects
 
 

@@ -14,6 +14,7 @@ import pytest
 from claimdesk_client import Client
 from django.test import Client as DjangoClient
 
+from annotate.api import base
 from annotate.models import Answer, Membership, Project, Role
 from evaluation.models import JudgeRun
 from tests.conftest import FIXTURES
@@ -87,9 +88,7 @@ def test_import_bundle_takes_an_open_file_and_without_wait_returns_the_queued_jo
 
 def test_projects_reads_every_page(claimdesk, lead, monkeypatch):
     """Lists are paginated: the client asks for the next page until it has `count` items."""
-    from annotate.api import views
-
-    monkeypatch.setattr(views.Pagination, "max_limit", 2)
+    monkeypatch.setattr(base.Pagination, "max_limit", 2)
     for slug in ("p1", "p2", "p3", "p4", "p5"):
         Membership.objects.create(
             project=Project.objects.create(slug=slug, name=slug.upper()), user=lead, role="lead"

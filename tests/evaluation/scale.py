@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Project, Role
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import (
-    add_member,
-    import_bundle,
-    import_labels,
-    open_labelling,
-    set_label_schema,
-)
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 
 SUPPORT = ("supported", "contradicted", "insufficient_evidence")

@@ -297,7 +297,7 @@ def test_the_agreement_page_names_each_field_s_top_label_in_words(
 
     from django.urls import reverse
 
-    from evaluation.agreement_views import label_words
+    from evaluation.views.agreement import label_words
     from tests.api import build_demo
     from tests.conftest import PASSWORD
 

@@ -15,11 +15,11 @@ from html import unescape
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotate.gold import pairs_for_project
+from annotate.gold.pairs import pairs_for_project
 from annotate.models import Answer
-from evaluation.agreement_report import agreement_report
 from evaluation.models import JudgeRun
-from evaluation.reports import evaluate
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.evaluation import evaluate
 from tests.conftest import PASSWORD
 from tests.test_hallucination_benchmark import halu  # noqa: F401  (the fixture)
 
@@ -149,7 +149,7 @@ def test_calibration_speaks_binary_in_a_binary_project(halu, client, lead):  # n
     assert "binary (supported vs unsupported)" not in text
     for word in THREE_WAY_WORDS:
         assert word not in text.lower(), word
-    from evaluation.judge_reports import calibration_report
+    from evaluation.reports.calibration import calibration_report
 
     r = calibration_report(run=run)
     accuracy = f"{r['accuracy']:.3f}" if r["accuracy"] is not None else "—"

@@ -23,10 +23,13 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Role
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from annotate.templatetags.claimdesk import p_value
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from tests.api import API, token_client
 from tests.conftest import PASSWORD
 from tests.evaluation.test_calibration_report import _case_ids, add_reviewers

@@ -17,19 +17,21 @@ from django.urls import reverse
 from django.utils.html import escape
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from annotate.gold import judge_split, pairs_for_project
+from annotate.gold.pairs import pairs_for_project
+from annotate.gold.splits import judge_split
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Answer, Claim, Decision, Project, Role
-from annotate.services import add_member, import_bundle, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import corrected_estimates, unsupported_indicator
-from evaluation.judge_reports import (
-    calibration_report,
-    compare_runs,
-    few_shot_examples,
-    load_gold,
-)
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import Verdict
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.few_shot import few_shot_examples
+from evaluation.reports.judge_comparison import compare_runs
+from evaluation.reports.judge_gold import load_gold
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 S, C, I = "supported", "contradicted", "insufficient_evidence"  # noqa: E741
@@ -483,7 +485,7 @@ def test_gold_derived_a_few_answers_at_a_time_gives_the_same_reports(
     """load_gold folds the pairs into what the reports keep, chunk by chunk (a 100,000-claim
     project's pairs at once were most of a calibration's memory): cut into chunks of three
     answers, the reports come out the same."""
-    from annotate import gold
+    from annotate.gold import imported
 
     project, run = demo
     whole = [
@@ -491,7 +493,7 @@ def test_gold_derived_a_few_answers_at_a_time_gives_the_same_reports(
         compare_runs(run_a=run, run_b=run, split="all"),
         few_shot_examples(project),
     ]
-    monkeypatch.setattr(gold, "PAIR_CHUNK", 3)
+    monkeypatch.setattr(imported, "PAIR_CHUNK", 3)
     answers = project.answers.count()
     # answers, claims, reviewers' counts, and assignments, labels, decisions and imported
     # gold (none here: one query) a chunk

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evaluation import charts
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
+from evaluation.reports import charts
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from evaluation.reports import evaluate
+from evaluation.reports.evaluation import evaluate
 from tests.evaluation.test_reports import build_stages_project
 
 pytestmark = pytest.mark.django_db
@@ -109,7 +109,7 @@ def test_unknown_project_is_refused(db):
 
 
 def test_compare_adds_the_paired_comparison_of_the_report_page(stages):
-    from evaluation.reports import compare
+    from evaluation.reports.comparison import compare
 
     report = json.loads(run("--project", "stages", "--compare", "baseline", "hybrid", "--json"))
     assert list(report)[-1] == "comparison"

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from annotate.bundles import BundleInvalid
-from evaluation.judges import RUN_FIELDS, VERDICT_FIELDS, import_judge_run
+from annotate.imports.lines import BundleInvalid
+from evaluation.judges.runs import RUN_FIELDS, VERDICT_FIELDS, import_judge_run
 from evaluation.models import JudgeRun, Verdict
 from tests.conftest import FIXTURES, import_fixture
 from tests.fuzz import HOSTILE, check_refusal, fuzz, in_savepoint, mutate_lines, random_objects

@@ -14,9 +14,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Role
-from annotate.services import add_member, import_labels, open_labelling
-from evaluation.agreement_report import agreement_report
+from annotate.projects.opening import open_labelling
+from evaluation.reports.agreement import agreement_report
 from tests.api import API, token_client
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 

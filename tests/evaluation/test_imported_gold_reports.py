@@ -13,12 +13,16 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotate.gold import judge_split
-from annotate.services import add_member, import_gold, import_labels, open_labelling
-from evaluation.agreement_report import agreement_report
-from evaluation.judge_reports import calibration_report, few_shot_examples
-from evaluation.judges import import_judge_run
-from evaluation.reports import evaluate
+from annotate.gold.splits import judge_split
+from annotate.imports.gold_import import import_gold
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
+from annotate.projects.opening import open_labelling
+from evaluation.judges.runs import import_judge_run
+from evaluation.reports.agreement import agreement_report
+from evaluation.reports.calibration import calibration_report
+from evaluation.reports.evaluation import evaluate
+from evaluation.reports.few_shot import few_shot_examples
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 
 pytestmark = pytest.mark.django_db

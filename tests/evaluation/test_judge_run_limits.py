@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from annotate.bundles import BundleInvalid
-from evaluation.judges import import_judge_run
+from annotate.imports.lines import BundleInvalid
+from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun, Verdict
 from tests.conftest import import_fixture
 from tests.evaluation.test_judges import RUN, jsonl, run_file, supported, verdict

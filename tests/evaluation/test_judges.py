@@ -12,10 +12,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member
 from annotate.models import Claim, Role
-from annotate.services import add_member
-from evaluation.judges import (
+from evaluation.judges.runs import (
     import_judge_run,
     parse_judge_run,
     quote_found,

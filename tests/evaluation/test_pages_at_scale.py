@@ -48,11 +48,11 @@ def pages(project, run) -> dict[str, str]:
 def test_pages_weigh_the_same_for_ten_times_the_answers(client, projects, lead, monkeypatch):
     # Pages of ten rows, which the small project fills too: its pages then hold as many rows
     # as the large one's, and only what does not depend on rows may differ.
-    from annotate import views as annotate_views
-    from evaluation import judge_views
-    from evaluation import views as evaluation_views
+    from annotate.adjudication import views as adjudication_views
+    from evaluation.judges import views as judge_views
+    from evaluation.views import report as evaluation_views
 
-    monkeypatch.setattr(annotate_views, "QUEUE_PAGE", 10)
+    monkeypatch.setattr(adjudication_views, "QUEUE_PAGE", 10)
     monkeypatch.setattr(evaluation_views, "PER_PAGE", 10)
     monkeypatch.setattr(judge_views, "ITEMS_PER_PAGE", 10)
     client.login(username=lead.username, password=PASSWORD)

@@ -10,8 +10,8 @@ import pytest
 from django.urls import reverse
 
 from annotate.management.commands.load_demo import load as load_demo
+from annotate.members.services import add_member
 from annotate.models import Answer, Case, Role
-from annotate.services import add_member
 from tests.conftest import PASSWORD
 from tests.evaluation.test_reports import build_stages_project
 

@@ -16,8 +16,10 @@ import math
 import numpy as np
 import pytest
 
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Passage, Project, Role
-from annotate.services import add_member, import_labels, open_labelling
+from annotate.projects.opening import open_labelling
 from evaluation.metrics import (
     NDCG_GAIN,
     claim_faithfulness,
@@ -25,7 +27,10 @@ from evaluation.metrics import (
     retrieval_scores,
     suite_retrieval_scores,
 )
-from evaluation.reports import STAGE_ROWS, compare, evaluate, load, variant_limits
+from evaluation.reports.comparison import compare
+from evaluation.reports.dataset import load
+from evaluation.reports.evaluation import STAGE_ROWS, evaluate
+from evaluation.reports.limits import variant_limits
 from tests.conftest import import_fixture
 
 LOG3 = math.log2(3)
@@ -461,13 +466,13 @@ def test_query_count_is_fixed_up_to_a_chunk_of_answers(stages, django_assert_num
 def test_labels_derived_a_few_answers_at_a_time_give_the_same_report(
     stages, monkeypatch, django_assert_num_queries
 ):
-    from annotate import gold
+    from annotate.gold import imported
     from annotate.management.commands.load_demo import load as load_demo
 
     demo = load_demo()
     whole = [evaluate(stages), evaluate(demo), compare(demo, "baseline", "verifier")]
     answers = demo.answers.count()
-    monkeypatch.setattr(gold, "PAIR_CHUNK", 3)
+    monkeypatch.setattr(imported, "PAIR_CHUNK", 3)
     # assignments, labels, decisions and imported gold (none here: one query) a chunk
     with django_assert_num_queries(8 + 4 * math.ceil(answers / 3)):
         data = load(demo)
@@ -479,7 +484,7 @@ def test_labels_derived_a_few_answers_at_a_time_give_the_same_report(
 
 
 def test_small_costs_keep_their_digits_and_differences_read_to_three_decimals():
-    from evaluation.reports import text_value
+    from evaluation.reports.tables import text_value
 
     assert text_value(0.0012, "float") == "0.0012"  # a cost, not 0.001
     assert text_value(0.0625, "diff") == "0.062"

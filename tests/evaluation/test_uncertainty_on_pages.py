@@ -9,10 +9,13 @@ import json
 import pytest
 from django.urls import reverse
 
+from annotate.imports.label_import import import_labels
+from annotate.members.services import add_member
 from annotate.models import Claim, Role
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import set_label_schema
 from annotate.schema import LabelSchema
-from annotate.services import add_member, import_labels, open_labelling, set_label_schema
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
 from tests.evaluation.test_reports import build_stages_project
 

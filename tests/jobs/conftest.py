@@ -12,7 +12,7 @@ def demo(db, reviewer_a, reviewer_b, lead):
 @pytest.fixture
 def lead(lead):
     """The lead here creates projects (uploads to New project, imports into new slugs): they
-    hold the permission to (annotate.access)."""
+    hold the permission to (annotate.projects.access)."""
     from tests.conftest import may_create_projects
 
     may_create_projects(lead)

@@ -10,7 +10,9 @@ import gc
 import pytest
 from django.test import Client
 
-from annotate import exports
+from annotate.common import jsonl
+from annotate.gold import exports
+from annotate.gold.exports import gold_rows, gold_size
 from jobs.models import Job
 from tests.api import API, finished_job, token_client
 from tests.conftest import PASSWORD
@@ -32,7 +34,7 @@ def browser(demo, lead) -> Client:
 
 
 def test_a_small_gold_set_streams_from_the_request(browser, demo):
-    assert exports.gold_size(demo) == 101  # every row of the demo's gold set
+    assert gold_size(demo) == 101  # every row of the demo's gold set
     response = browser.get("/p/demo/gold.jsonl")
     assert response.status_code == 200 and response.streaming
     assert len(streamed(response).splitlines()) == 101
@@ -70,7 +72,7 @@ def test_an_export_that_fails_halfway_leaves_no_partial_file(browser, demo, sett
 
     before = exported()
     settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS = 50
-    real = exports.gold_rows
+    real = gold_rows
 
     def breaks_after_sixty_rows(project, **filters):
         for number, row in enumerate(real(project, **filters)):
@@ -80,7 +82,7 @@ def test_an_export_that_fails_halfway_leaves_no_partial_file(browser, demo, sett
 
     monkeypatch.setattr(exports, "gold_rows", breaks_after_sixty_rows)
     # 60 rows of 1 MB chunks never reach the disk unless written as they come: make them.
-    monkeypatch.setattr(exports, "jsonl", lambda rows: ("x" * (1 << 20) for _ in rows))
+    monkeypatch.setattr(jsonl, "jsonl", lambda rows: ("x" * (1 << 20) for _ in rows))
     browser.get("/p/demo/gold.jsonl")
     job = Job.objects.get()
     assert job.status == Job.Status.FAILED and "RuntimeError" in job.failure

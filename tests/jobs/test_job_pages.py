@@ -11,8 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from annotate.members.services import add_member
 from annotate.models import Assignment
-from annotate.services import add_member, open_labelling
+from annotate.projects.opening import open_labelling
 from jobs import services
 from jobs.models import Job
 from tests.api import API, token_client
@@ -195,7 +196,7 @@ def _a_replace_that_deletes_verdicts(project, run_name: str = "j") -> bytes:
     replace deletes those verdicts."""
     import json
 
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from tests.annotate.test_import import lines_of
 
     run = [{"type": "run", "judge": "j", "model": "m/x", "prompt": "p"}] + [
@@ -260,7 +261,7 @@ def test_a_confirmation_covers_only_the_deletions_the_lead_was_shown(team, lead)
     and lists them, and a second confirmation (of what is shown now) imports."""
     import json
 
-    from evaluation.judges import import_judge_run
+    from evaluation.judges.runs import import_judge_run
     from evaluation.models import Verdict
 
     body = _a_replace_that_deletes_verdicts(team)

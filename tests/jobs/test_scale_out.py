@@ -20,8 +20,8 @@ from itertools import cycle
 import pytest
 import requests
 
+from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, ClaimLabel, LabelRevision, Project, Role
-from annotate.services import add_member
 from tests.workers import ROOT, child_env, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

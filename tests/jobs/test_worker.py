@@ -130,11 +130,12 @@ def test_a_job_is_run_once_however_often_its_task_is_delivered(database_tasks, l
 def test_a_worker_writes_a_gold_export_that_matches_the_streamed_one(
     demo, database_tasks, workers, lead
 ):
-    from annotate import exports
+    from annotate.common.jsonl import jsonl
+    from annotate.gold.exports import gold_rows, gold_size
 
-    expected = "".join(exports.jsonl(exports.gold_rows(demo)))
+    expected = "".join(jsonl(gold_rows(demo)))
     job = services.start_gold_export(
-        project=demo, user=lead, fmt="jsonl", filters={}, rows=exports.gold_size(demo)
+        project=demo, user=lead, fmt="jsonl", filters={}, rows=gold_size(demo)
     )
     worker = workers()
     wait_for(lambda: fresh(job).finished, "the export", timeout=60)

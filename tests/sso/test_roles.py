@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from annotate.members.services import add_member
 from annotate.models import Membership, Role
-from annotate.services import add_member
 from sso.roles import sync_roles
 from tests.conftest import import_fixture
 

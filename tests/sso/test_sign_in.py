@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.test import Client
 
+from annotate.members.services import add_member
 from annotate.models import Membership, Role
-from annotate.services import add_member
 from sso import provider
 from tests.conftest import PASSWORD, import_fixture
 from tests.oidc_provider import set_claims, sign_in

@@ -2,8 +2,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotate.common.errors import ServiceError
+from annotate.members.services import add_member
 from annotate.models import Project, Role
-from annotate.services import ServiceError, add_member
 
 
 class Command(BaseCommand):

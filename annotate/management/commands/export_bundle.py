@@ -2,7 +2,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.exports import bundle_rows, jsonl
+from annotate.common.jsonl import jsonl
+from annotate.imports.bundle_export import bundle_rows
 from annotate.models import Project
 
 

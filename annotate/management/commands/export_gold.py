@@ -2,8 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate import collector
-from annotate.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows, jsonl
+from annotate.common import collector
+from annotate.common.jsonl import jsonl
+from annotate.gold.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows
 from annotate.models import Project
 
 

@@ -2,8 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
-from annotate.services import DeletionsNotConfirmed, import_bundle
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.bundle_plan import DeletionsNotConfirmed
+from annotate.imports.lines import BundleInvalid
 
 
 class Command(BaseCommand):

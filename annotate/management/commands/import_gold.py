@@ -2,9 +2,9 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.gold_import import import_gold
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Project
-from annotate.services import import_gold
 
 
 class Command(BaseCommand):

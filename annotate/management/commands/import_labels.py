@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Project
-from annotate.services import import_labels
 
 
 class Command(BaseCommand):

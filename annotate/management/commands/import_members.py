@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import import_members
 from annotate.models import Project
-from annotate.services import import_members
 
 
 class Command(BaseCommand):

@@ -3,9 +3,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.bundle_plan import DeletionsNotConfirmed
+from annotate.imports.lines import BundleInvalid
+from annotate.imports.ragas_import import import_ragas
 from annotate.schema import LabelSchema, SchemaInvalid
-from annotate.services import DeletionsNotConfirmed, import_ragas
 
 
 class Command(BaseCommand):

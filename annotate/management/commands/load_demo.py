@@ -8,16 +8,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.bundle_import import import_bundle
+from annotate.imports.label_import import import_labels
+from annotate.imports.lines import BundleInvalid
+from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import Project, Role
-from annotate.services import (
-    add_member,
-    allow_adding_anyone,
-    allow_creating_projects,
-    import_bundle,
-    import_labels,
-    open_labelling,
-)
+from annotate.projects.opening import open_labelling
+from annotate.projects.services import allow_creating_projects
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 SLUG = "demo"

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from annotate.common.errors import ServiceError
 from annotate.models import Project
-from annotate.services import ServiceError, open_labelling
+from annotate.projects.opening import open_labelling
 
 
 class Command(BaseCommand):

@@ -3,11 +3,7 @@ import json as jsonlib
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Project
-from evaluation.agreement_report import (
-    ANSWER_REPORT_FIELDS,
-    CLAIM_REPORT_FIELDS,
-    agreement_report,
-)
+from evaluation.reports.agreement import ANSWER_REPORT_FIELDS, CLAIM_REPORT_FIELDS, agreement_report
 
 
 def _rate(value) -> str:

@@ -2,9 +2,10 @@ import json as jsonlib
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.models import Project
-from evaluation.judge_reports import DEFAULT_SPLIT, SPLITS, calibration_report
 from evaluation.models import JudgeRun
+from evaluation.reports.calibration import calibration_report
 
 # The text lists this many disagreements; --json (and the run's page) has every one.
 DISAGREEMENTS_SHOWN = 20

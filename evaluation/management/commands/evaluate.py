@@ -9,16 +9,10 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Project
-from evaluation.reports import (
-    DEFAULT_KS,
-    Table,
-    compare,
-    comparison_tables,
-    evaluate,
-    load,
-    report_tables,
-    text_value,
-)
+from evaluation.reports.comparison import compare
+from evaluation.reports.dataset import load
+from evaluation.reports.evaluation import DEFAULT_KS, evaluate
+from evaluation.reports.tables import Table, comparison_tables, report_tables, text_value
 
 TEXT_TABLES = ("retrieval", "generation", "abstention", "failure_labels", "stages", "latency")
 COMPARISON_TABLES = ("comparison", "fusion", "transitions")

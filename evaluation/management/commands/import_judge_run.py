@@ -3,9 +3,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.bundles import BundleInvalid
+from annotate.imports.lines import BundleInvalid
 from annotate.models import Project
-from evaluation.judges import import_judge_run
+from evaluation.judges.runs import import_judge_run
 
 
 class Command(BaseCommand):

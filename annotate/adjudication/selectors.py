@@ -1,0 +1,373 @@
+"""What a lead reads to adjudicate: one doubly-labelled answer as the adjudication screen shows
+it (both reviewers' values of each field, the gold so far, the passages; never the variant),
+its audit trail, and the words the screen uses for fields and values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Prefetch, Q
+
+from annotate.gold import pairs
+from annotate.gold.pairs import (
+    ADJUDICATED,
+    AGREED,
+    DERIVED,
+    PENDING,
+    claim_fields,
+    pairs_for_project,
+)
+from annotate.labelling.selectors import ClaimRow, PassageRow, Segment, segments
+from annotate.models import (
+    Abstention,
+    AdjudicationLock,
+    Answer,
+    Assignment,
+    Citation,
+    Claim,
+    Decision,
+    Project,
+    RetrievedPassage,
+    Severity,
+    Support,
+)
+
+FIELD_CHOICES = {
+    "support": [c.value for c in Support],
+    "severity": [c.value for c in Severity],
+    "requires_evidence": [True, False],
+    "relevance": [0, 1, 2],
+    "abstention": [c.value for c in Abstention],
+}
+
+
+FIELD_LABELS = {
+    "requires_evidence": "needs evidence",
+    "failure_labels": "failure labels",
+}
+
+
+def field_word(name: str) -> str:
+    """A label field as people say it: requires_evidence → needs evidence."""
+    return FIELD_LABELS.get(name, name.replace("_", " "))
+
+
+def show_choice(value) -> str:
+    """A vocabulary value for people: insufficient_evidence → insufficient evidence."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value).replace("_", " ")
+
+
+def show_value(field_name: str, value) -> str:
+    """A label value as a lead reads it on the adjudication screen (ids stay as they are)."""
+    if value is None or value == "":
+        return "—"
+    if field_name == "citations":
+        return ", ".join(f"{k}: {show_choice(v)}" for k, v in sorted(value.items())) or "—"
+    if field_name == "evidence":
+        ids = ", ".join(value.get("evidence_ids") or []) or "no passage"
+        quote = value.get("evidence_quote") or ""
+        return f"{ids} · “{quote}”" if quote else ids
+    if field_name == "failure_labels":
+        return ", ".join(map(show_choice, value)) or "none"
+    return show_choice(value)
+
+
+@dataclass
+class FieldRow:
+    item: str  # claim ordinal, or "answer"
+    name: str
+    a: object
+    b: object
+    gold: object
+    source: str
+    rationale: str
+    differs: bool
+    vocabulary: tuple = ()  # the values 'other' offers, when not the field's usual ones
+
+    @property
+    def key(self) -> str:
+        return f"{self.item}-{self.name}"
+
+    @property
+    def default_choice(self) -> str:
+        return "" if self.source == PENDING else "keep"
+
+    @property
+    def shown(self) -> dict:
+        return {
+            "a": show_value(self.name, self.a),
+            "b": show_value(self.name, self.b),
+            "gold": show_value(self.name, self.gold),
+        }
+
+    @property
+    def label(self) -> str:
+        return field_word(self.name)
+
+    @property
+    def choices(self) -> list[tuple[object, str]]:
+        """(value as posted, as shown) for the 'other' select."""
+        values = self.vocabulary or FIELD_CHOICES.get(self.name, [])
+        return [(value, show_choice(value)) for value in values]
+
+
+def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
+    """(fields a lead must look at, fields already agreed and shown collapsed)."""
+    open_ = [r for r in rows if r.differs or r.source == ADJUDICATED]
+    return open_, [r for r in rows if r not in open_]
+
+
+@dataclass
+class ClaimAdjudication:
+    claim: Claim
+    citations: list[Citation]
+    fields: list[FieldRow]
+    quote_a: str
+    quote_b: str
+    note_a: str = ""
+    note_b: str = ""
+    # Both reviewers said unsupported, in different words: the binary value is agreed and
+    # only the subtype waits.
+    binary_agreed: str | None = None
+    rationale: str = ""  # of the claim's latest decision, to start the rationale box with
+
+    @property
+    def split(self):
+        return split_fields(self.fields)
+
+    @property
+    def key(self) -> str:
+        """The claim's name in the form: its 0-based index, as FieldRow.item."""
+        return str(self.claim.ordinal)
+
+
+@dataclass
+class AdjudicationScreen:
+    answer: Answer
+    question: str
+    segments: list[Segment]
+    claims: list[ClaimAdjudication]
+    answer_fields: list[FieldRow]
+    passages: list[PassageRow]
+    version: int
+    pending: int
+    history: list
+    note_a: str = ""
+    note_b: str = ""
+    audit: list = field(default_factory=list)
+    rationale: str = ""  # of the latest decision on the whole answer
+
+    key = "answer"  # the answer's name in the form, as FieldRow.item
+
+    @property
+    def answer_split(self):
+        return split_fields(self.answer_fields)
+
+    @property
+    def disagreements(self) -> list[str]:
+        """What the reviewers disagree on and nobody has decided, for the page's heading:
+        'claim 2 support (supported vs contradicted)', 'relevance (1 vs 0)'."""
+        rows = [(f"claim {c.claim.ordinal + 1} ", f) for c in self.claims for f in c.fields]
+        rows += [("", f) for f in self.answer_fields]
+        return [
+            f"{where}{row.label}"
+            + (f" ({row.shown['a']} vs {row.shown['b']})" if row.name in FIELD_CHOICES else "")
+            for where, row in rows
+            if row.differs and row.source == PENDING
+        ]
+
+    @property
+    def quote_marks(self) -> list[tuple[str, str]]:
+        """Both reviewers' quotes, to mark in the passages as A and B."""
+        marks = [(c.quote_a, "quote-a") for c in self.claims if c.quote_a]
+        return marks + [(c.quote_b, "quote-b") for c in self.claims if c.quote_b]
+
+
+def _side_values(pair, side: str, names) -> dict:
+    labels = pair.a if side == "a" else pair.b
+    values = {name: labels.get(name) for name in names}
+    if "evidence" in names:
+        values["evidence"] = {
+            "evidence_ids": sorted(labels.get("evidence_ids") or []),
+            "evidence_quote": labels.get("evidence_quote") or "",
+        }
+    return values
+
+
+def answer_by_task_number(project: Project, task_number: int) -> Answer | None:
+    """A lead's way to an answer: by the task number within their project, variant unloaded."""
+    return Answer.objects.filter(project=project, task_number=task_number).only("pk").first()
+
+
+def adjudication_screen(project: Project, task_number: int) -> AdjudicationScreen | None:
+    """One doubly-labelled answer for a lead to adjudicate, variant never loaded."""
+    answer = (
+        Answer.objects.filter(project=project, task_number=task_number)
+        .select_related("case")
+        .first()
+    )
+    if answer is None:
+        return None
+    answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=[answer.pk])
+    if not answer_pairs:
+        return None
+    claims = {
+        c.pk: c
+        for c in Claim.objects.filter(answer=answer).prefetch_related(
+            Prefetch("citations", queryset=Citation.objects.select_related("passage"))
+        )
+    }
+
+    schema = project.schema
+    # support_binary follows the support decision: a lead decides support, never it alone.
+    claim_names = [f for f in claim_fields(schema) if f not in DERIVED]
+    answer_names = list(pairs.answer_fields(schema))
+    vocabulary = {"support": schema.support_labels}
+
+    def rows(pair, item, names):
+        a, b = _side_values(pair, "a", names), _side_values(pair, "b", names)
+        return [
+            FieldRow(
+                item,
+                name,
+                a[name],
+                b[name],
+                pair.gold.get(name),
+                pair.source.get(name),
+                pair.rationale.get(name, ""),
+                pair.differs(name),
+                vocabulary.get(name, ()),
+            )
+            for name in names
+        ]
+
+    claim_rows = [
+        ClaimAdjudication(
+            claim=claims[p.claim_id],
+            citations=list(claims[p.claim_id].citations.all()),
+            fields=rows(p, str(p.ordinal), claim_names),
+            quote_a=p.a.get("evidence_quote") or "",
+            quote_b=p.b.get("evidence_quote") or "",
+            note_a=p.a.get("note") or "",
+            note_b=p.b.get("note") or "",
+            binary_agreed=(
+                p.gold.get("support_binary")
+                if p.source.get("support") == PENDING and p.source.get("support_binary") == AGREED
+                else None
+            ),
+        )
+        for p in claim_pairs
+    ]
+    retrieved = RetrievedPassage.objects.filter(answer=answer).select_related("passage")
+    passages = [
+        PassageRow(r.passage, r.rank, r.in_prompt, True) for r in retrieved.order_by("rank")
+    ]
+    shown = {p.passage.passage_id for p in passages}
+    for claim in claims.values():
+        for citation in claim.citations.all():
+            if citation.passage is not None and citation.passage.passage_id not in shown:
+                passages.append(PassageRow(citation.passage, None, False, False))
+                shown.add(citation.passage.passage_id)
+    lock = AdjudicationLock.objects.filter(answer=answer).first()
+    history = list(
+        Decision.objects.filter(answer=answer)
+        .select_related("decided_by", "claim")
+        .order_by("-decided_at", "-pk")[:50]
+    )
+    # Each item's latest rationale (the history is newest first) starts its rationale box.
+    latest_rationale: dict[int | None, str] = {}
+    for decision in history:
+        latest_rationale.setdefault(decision.claim_id, decision.rationale)
+    for row in claim_rows:
+        row.rationale = latest_rationale.get(row.claim.pk, "")
+    label_rows = [ClaimRow(c, None, list(c.citations.all())) for c in claims.values()]
+    answer_pair = answer_pairs[0]
+    answer_fields = rows(answer_pair, "answer", answer_names)
+    all_fields = [f for c in claim_rows for f in c.fields] + answer_fields
+    return AdjudicationScreen(
+        answer=answer,
+        question=answer.case.question,
+        segments=segments(answer.text, label_rows),
+        claims=sorted(claim_rows, key=lambda c: c.claim.ordinal),
+        answer_fields=answer_fields,
+        passages=passages,
+        version=lock.version if lock else 0,
+        pending=sum(f.source == PENDING for f in all_fields),
+        history=history,
+        note_a=answer_pair.a.get("note") or "",
+        note_b=answer_pair.b.get("note") or "",
+        audit=task_audit(answer, {answer_pair.reviewer_a: "A", answer_pair.reviewer_b: "B"}),
+        rationale=latest_rationale.get(None, ""),
+    )
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    at: object  # datetime
+    who: str  # "reviewer A", or the acting user when it was somebody else
+    what: str
+
+
+def task_audit(answer: Answer, sides: dict[int, str]) -> list[AuditEvent]:
+    """Who did what to this task and when, for its lead: the assignments' status changes
+    (taken, submitted, reopened, released; an imported label set has no acting user), the
+    claim boundary edits, and the in-place data corrections. Reviewers are named by side (A,
+    B) as on the rest of the screen; the decisions have their own list. Three queries."""
+    events: list[AuditEvent] = []
+    previous: dict[int, str] = {}
+    rows = (
+        Assignment.history.filter(answer_id=answer.pk)
+        .select_related("history_user")
+        .order_by("history_date", "history_id")
+    )
+    for row in rows:
+        side = sides.get(row.reviewer_id)
+        reviewer = f"reviewer {side}" if side else "another reviewer"
+        actor = row.history_user
+        who = reviewer if actor is None or actor.pk == row.reviewer_id else actor.get_username()
+        was = previous.get(row.id)
+        previous[row.id] = row.status
+        if row.history_type == "-":
+            events.append(AuditEvent(row.history_date, who, f"deleted the task of {reviewer}"))
+        elif was == row.status:
+            continue
+        elif row.status == Assignment.Status.SUBMITTED:
+            how = "labels imported" if was is None and actor is None else "submitted"
+            events.append(AuditEvent(row.history_date, who, f"{how} (revision {row.revision})"))
+        elif row.status == Assignment.Status.IN_PROGRESS:
+            events.append(
+                AuditEvent(row.history_date, who, "took the task" if was is None else "reopened")
+            )
+        elif row.status == Assignment.Status.RELEASED:
+            events.append(AuditEvent(row.history_date, who, f"gave it back: {row.release_reason}"))
+    for row in (
+        Claim.history.filter(answer_id=answer.pk)
+        .exclude(history_type="+")
+        .select_related("history_user")
+        .order_by("history_date", "history_id")
+    ):
+        actor = row.history_user.get_username() if row.history_user else "an import"
+        verb = "removed" if row.history_type == "-" else "changed"
+        events.append(
+            AuditEvent(row.history_date, actor, f"{verb} claim {row.ordinal + 1}'s boundaries")
+        )
+    for correction in answer.corrections.all():
+        fields = ", ".join(correction.changes)
+        events.append(AuditEvent(correction.corrected_at, "an import", f"corrected {fields}"))
+    return sorted(events, key=lambda e: e.at)
+
+
+def doubly_labelled(project: Project) -> bool:
+    """Whether any answer has two submitted label sets, the first gold there can be."""
+    return (
+        Answer.objects.filter(project=project)
+        .annotate(
+            submitted=Count(
+                "assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)
+            )
+        )
+        .filter(submitted__gte=2)
+        .exists()
+    )

@@ -1,0 +1,8 @@
+"""The report pages, lead-only: each shows a report a worker stored (or computes a small
+project's in the request) and imports no statistics library to show it.
+
+- report: the evaluation page (variants, slices, the comparison, the case tables)
+- agreement: the agreement page
+
+The judge runs' pages are evaluation.judges.
+"""
