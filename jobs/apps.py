@@ -1,5 +1,5 @@
-from django.apps import AppConfig
-from django.utils.module_loading import autodiscover_modules
+from django.apps import AppConfig, apps
+from django.core import checks
 
 from jobs import kinds
 
@@ -9,7 +9,9 @@ class JobsConfig(AppConfig):
     verbose_name = "Background jobs"
 
     def ready(self):
-        # Each app's tasks module registers the kinds of job it runs (jobs.kinds): imported
-        # here, in every process, as the admin imports each app's admin.py.
-        autodiscover_modules("tasks")
-        kinds.check(self.get_model("Job").Kind.values)
+        checks.register(check_kinds)
+
+
+def check_kinds(app_configs=None, **kwargs):
+    """Each name of Job.Kind registered by an app's tasks module (jobs.kinds), and no other."""
+    return kinds.check(apps.get_model("jobs", "Job").Kind.values)

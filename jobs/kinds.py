@@ -4,21 +4,27 @@ registry the apps fill.
 jobs knows how to accept work, run it in a worker, retry it and follow it; what a job DOES
 belongs to the app whose data it writes. Each app registers its kinds in its `tasks` module,
 where django-tasks looks for tasks: annotate/tasks.py (bundle, Ragas, label and gold imports,
-the gold export), evaluation/tasks.py (judge-run imports). jobs.apps imports every installed
-app's `tasks` module at start-up, as the admin finds admin.py, and checks that each name of
-Job.Kind (the database's vocabulary) is registered once. jobs imports neither app
-(tests/test_architecture.py checks it).
+the gold export), evaluation/tasks.py (judge-run imports). The first look-up of a kind the
+registry does not hold imports every installed app's `tasks` module (Django's
+autodiscover_modules, as the admin finds admin.py): on first use rather than at start-up, so
+that a process that never touches a job -- a command, a statistics probe -- loads none of the
+importers. A system check (jobs.apps; the worker command runs the checks as it starts) says
+when a name of Job.Kind (the database's vocabulary) has no registration, or the other way
+round. jobs imports neither app (tests/test_architecture.py checks it).
 
 Nothing here imports jobs.models: the model reads `is_import` from this registry.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules
 
 # Signatures, as the registered functions are called (a Job, a jobs.progress.Progress, a
 # request): `run(job, progress)` does the work and calls jobs.services.finish inside its
@@ -67,6 +73,8 @@ class Refused(Exception):
 
 
 _KINDS: dict[str, Kind] = {}
+_discovered = False
+_discovering = threading.Lock()
 
 
 def register(name: str, *, run: Work, **hooks) -> Kind:
@@ -83,7 +91,18 @@ def register(name: str, *, run: Work, **hooks) -> Kind:
     return kind
 
 
+def discover() -> None:
+    """Import every installed app's `tasks` module, once: each registers its kinds."""
+    global _discovered
+    with _discovering:
+        if not _discovered:
+            autodiscover_modules("tasks")
+            _discovered = True
+
+
 def get(name: str) -> Kind:
+    if name not in _KINDS:
+        discover()
     try:
         return _KINDS[name]
     except KeyError:
@@ -99,14 +118,28 @@ def problems(job):
     return hook(job) if hook is not None and job.errors else None
 
 
-def check(names: Iterable[str]) -> None:
+def check(names: Iterable[str]) -> list[checks.CheckMessage]:
     """Every name of the database's vocabulary (Job.Kind) registered, and nothing else: a
     kind nobody runs would wait for ever, one the field does not know could not be shown."""
+    discover()
     names = {str(name) for name in names}
     missing = sorted(names - _KINDS.keys())
     unknown = sorted(_KINDS.keys() - names)
-    if missing or unknown:
-        raise ImproperlyConfigured(
-            f"Job kinds not registered by any app's tasks module: {missing}; registered "
-            f"but not in jobs.models.Job.Kind: {unknown}."
+    found = []
+    if missing:
+        found.append(
+            checks.Error(
+                f"Job kinds that no app's tasks module registers: {', '.join(missing)}.",
+                hint="Register each with jobs.kinds.register in its app's tasks.py.",
+                id="jobs.E001",
+            )
         )
+    if unknown:
+        found.append(
+            checks.Error(
+                f"Job kinds registered but not in jobs.models.Job.Kind: {', '.join(unknown)}.",
+                hint="Add the name to Job.Kind (the database's vocabulary of kinds).",
+                id="jobs.E002",
+            )
+        )
+    return found
