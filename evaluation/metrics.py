@@ -416,7 +416,7 @@ class LatencySummary:
 def latency_summary(elapsed_ms: Iterable[float | None]) -> LatencySummary:
     """Mean and p95 of ``elapsed_ms``; p95 is ``numpy.percentile(values, 95)`` with the default
     'linear' method (interpolating between the two nearest order statistics)."""
-    # late import: heavy library (memory) -- the pages that read reports never load numpy
+    # late import: heavy library (memory) -- pages that read reports never load numpy
     import numpy as np
 
     values, missing = _present_values(elapsed_ms, "elapsed_ms")
@@ -588,7 +588,7 @@ def paired_bootstrap_diff(
     interval: resample the paired cases with replacement ``n_boot`` times using
     ``numpy.random.default_rng(seed)``, take the 2.5th and 97.5th percentiles of the means.
     Cases are ordered by id first, so the result does not depend on mapping order."""
-    # late import: heavy library (memory) -- the pages that read reports never load numpy
+    # late import: heavy library (memory) -- pages that read reports never load numpy
     import numpy as np
 
     if n_boot < 1:

@@ -280,8 +280,9 @@ def gold_rows(
     project's size. A row whose item has imported gold carries it with its provenance
     (`imported`); without a pair its reviewers are null and its gold all `imported`."""
     chosen = GoldFilter(item, split, decided_only, with_context)
-    # late import: heavy library (memory) -- numpy, through the agreement report; only when
-    # exporting, never for the pages that import this module.
+    # numpy, through the agreement report: loaded when exporting, never by the pages that
+    # import this module.
+    # late import: heavy library (memory)
     from evaluation.reports.agreement import human_kappas
 
     schema = project.schema
