@@ -3,7 +3,9 @@
 At the top, the statistics: pure functions over plain arrays, imported only by the code that
 computes (STYLE 12): metrics (retrieval, generation, latency, bootstrap), agreement (Cohen's
 kappa, intervals), calibration (Rogan-Gladen, PPI), estimators (PPI++, strata, the judge
-gate), sampling_design (calibration samples, the budget planner), intervals, caveats.
+gate), sampling_design (calibration samples, the budget planner), multirater (more than two
+reviewers: Krippendorff's alpha, Fleiss' kappa, every pair), quality (accuracy on gold checks,
+the drift alarm), intervals, caveats.
 
 - reports/: one module per report, reading the project and calling the statistics
 - views/: the report pages (evaluation and agreement)

@@ -1,0 +1,201 @@
+"""A reviewer measured against known answers: accuracy on gold checks and the drift alarm.
+
+Pure functions, no Django import. SPEC.md "Quality control":
+- accuracy on checks per field with a Wilson interval, and kappa against gold with the bootstrap
+  over answers (agreement.field_agreement, the reviewer as A and gold as B), with n;
+- drift: a one-sided Bernoulli CUSUM over the reviewer's check errors in the order they were
+  made. The reference rate p0 is the project's target error rate (default 10%); the chart is
+  tuned to detect a doubling of it (p1 = 2 p0, capped below 1), the usual choice when no other
+  rate is given. Each check adds log(p1/p0) when it is an error and log((1-p1)/(1-p0)) when
+  not; the statistic never goes below 0, and it alarms at the threshold h.
+
+The threshold is chosen, not guessed: the chart runs on integers (both steps scaled and
+rounded, as Reynolds & Stoumbos's integer Bernoulli CUSUM), so its in-control average run
+length is exact -- a Markov chain over the statistic's values below h, solved for the expected
+number of checks before an alarm -- and h is the smallest threshold whose average run length at
+p0 reaches 200 checks: about one false alarm in 200 checks of a reviewer working at the target
+rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from evaluation.agreement import FieldAgreement, field_agreement
+from evaluation.intervals import wilson_interval
+
+DEFAULT_TARGET_ERROR_RATE = 0.10
+IN_CONTROL_RUN_LENGTH = 200  # checks between false alarms at the target rate, on average
+# Steps are scaled so that the smaller one is at least this many units: the rounding then
+# changes the ratio of the steps (what the chart weighs) by a few percent at most.
+_SMALLER_STEP_UNITS = 10
+_MAX_THRESHOLD_UNITS = 20_000
+
+
+@dataclass(frozen=True)
+class CheckAccuracy:
+    """One reviewer's labels of one field on gold checks."""
+
+    n: int
+    correct: int
+    accuracy: float | None
+    ci95: tuple[float, float] | None  # Wilson
+    kappa: FieldAgreement  # the reviewer (A) against gold (B), bootstrap over answers
+
+    def as_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "correct": self.correct,
+            "value": self.accuracy,
+            "ci95": list(self.ci95) if self.ci95 is not None else None,
+            "kappa": self.kappa.kappa,
+            "kappa_ci95": list(self.kappa.ci95) if self.kappa.ci95 is not None else None,
+        }
+
+
+def check_accuracy(
+    reviewer: Sequence[Hashable],
+    gold: Sequence[Hashable],
+    *,
+    labels: Sequence[Hashable],
+    weights=None,
+    groups: Sequence[Hashable] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> CheckAccuracy:
+    """Accuracy and kappa of a reviewer's labels against the checks' gold labels (aligned)."""
+    if len(reviewer) != len(gold):
+        raise ValueError(f"reviewer and gold must be aligned: {len(reviewer)} != {len(gold)}")
+    agreement = field_agreement(
+        reviewer, gold, labels=labels, weights=weights, groups=groups, n_boot=n_boot, seed=seed
+    )
+    n = len(gold)
+    correct = sum(1 for a, b in zip(reviewer, gold, strict=True) if a == b)
+    return CheckAccuracy(
+        n=n,
+        correct=correct,
+        accuracy=correct / n if n else None,
+        ci95=wilson_interval(correct, n),
+        kappa=agreement,
+    )
+
+
+# --- Drift: the Bernoulli CUSUM ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CusumDesign:
+    """The integer chart for a reference error rate: steps and threshold in units."""
+
+    p0: float
+    p1: float
+    error_step: int  # added on an error
+    correct_step: int  # added on a correct check (negative)
+    threshold: int  # alarm when the statistic reaches it
+    run_length: float  # exact in-control average run length, in checks
+
+    def as_dict(self) -> dict:
+        return {
+            "reference_rate": self.p0,
+            "detects_rate": self.p1,
+            "in_control_run_length": round(self.run_length, 1),
+        }
+
+
+@lru_cache(maxsize=32)
+def cusum_design(p0: float = DEFAULT_TARGET_ERROR_RATE) -> CusumDesign:
+    """The chart for reference rate ``p0`` (0 < p0 < 0.5): smallest threshold whose exact
+    in-control average run length reaches IN_CONTROL_RUN_LENGTH checks."""
+    if not 0.0 < p0 < 0.5:
+        raise ValueError(f"the target error rate must be between 0 and 0.5, not {p0!r}")
+    p1 = min(2.0 * p0, 0.99)
+    up = math.log(p1 / p0)
+    down = math.log((1.0 - p1) / (1.0 - p0))
+    scale = _SMALLER_STEP_UNITS / min(up, -down)
+    error_step, correct_step = round(up * scale), round(down * scale)
+    # The run length grows with the threshold: double it until it is enough, then bisect for
+    # the smallest one that is.
+    low, high = error_step, 2 * error_step
+    while average_run_length(p0, error_step, correct_step, high) < IN_CONTROL_RUN_LENGTH:
+        low, high = high, 2 * high
+        if high > _MAX_THRESHOLD_UNITS:  # pragma: no cover - p0 < 0.5 never gets here
+            raise ValueError(f"no threshold reaches the run length for p0={p0}")
+    while high - low > 1:
+        middle = (low + high) // 2
+        if average_run_length(p0, error_step, correct_step, middle) >= IN_CONTROL_RUN_LENGTH:
+            high = middle
+        else:
+            low = middle
+    run_length = average_run_length(p0, error_step, correct_step, high)
+    return CusumDesign(p0, p1, error_step, correct_step, high, run_length)
+
+
+def average_run_length(p: float, error_step: int, correct_step: int, threshold: int) -> float:
+    """Expected checks until the integer chart, started at 0, reaches ``threshold`` when each
+    check is an error with probability ``p``: the Markov chain over states 0..threshold-1,
+    (I - Q) L = 1, read at state 0."""
+    states = np.arange(threshold)
+    q = np.zeros((threshold, threshold))
+    up = states + error_step
+    inside = up < threshold
+    q[states[inside], up[inside]] += p
+    q[states, np.maximum(states + correct_step, 0)] += 1.0 - p
+    lengths = np.linalg.solve(np.eye(threshold) - q, np.ones(threshold))
+    return float(lengths[0])
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The chart over one reviewer's checks, in order. ``checks`` are the positions (in the
+    order given) of the checks that raised the latest alarm: from the one after the statistic
+    last stood at 0 to the one that crossed the threshold."""
+
+    flag: bool
+    checks: tuple[int, ...]
+    alarms: int
+    statistic: float  # now, in log-likelihood-ratio units
+    threshold: float
+    design: CusumDesign
+
+    def as_dict(self) -> dict:
+        return {
+            "flag": self.flag,
+            "checks": list(self.checks),
+            "alarms": self.alarms,
+            "statistic": round(self.statistic, 3),
+            "threshold": round(self.threshold, 3),
+            **self.design.as_dict(),
+        }
+
+
+def drift(errors: Sequence[bool], *, p0: float = DEFAULT_TARGET_ERROR_RATE) -> Drift:
+    """Run the chart over ``errors`` (True = the reviewer's label differed from the check's
+    gold), restarting at 0 after each alarm. The flag is up when an alarm was raised;
+    ``checks`` names the checks of the latest one, ``alarms`` counts them."""
+    design = cusum_design(p0)
+    unit = math.log(design.p1 / design.p0) / design.error_step
+    statistic = 0
+    start = 0
+    alarms = 0
+    latest: tuple[int, ...] = ()
+    for i, error in enumerate(errors):
+        statistic = max(0, statistic + (design.error_step if error else design.correct_step))
+        if statistic == 0:
+            start = i + 1
+        elif statistic >= design.threshold:
+            alarms += 1
+            latest = tuple(range(start, i + 1))
+            statistic, start = 0, i + 1
+    return Drift(
+        flag=alarms > 0,
+        checks=latest,
+        alarms=alarms,
+        statistic=statistic * unit,
+        threshold=design.threshold * unit,
+        design=design,
+    )
