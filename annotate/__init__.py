@@ -20,6 +20,6 @@ selectors (reads), views and forms, and its package docstring names its modules:
 At the top: models.py (every model, with migrations/), schema.py (the label schema, pure),
 admin.py, urls.py (every page, named by its folder), tasks.py (what annotate's background jobs
 do: bundle, Ragas, label and gold imports, the gold export, registered with jobs.kinds), and
-report_cache.py and stored_shares.py (the per-data-version cache of derived reads). management/commands/ and templatetags/ are
-where Django finds them.
+report_cache.py and stored_shares.py (the per-data-version cache of derived reads).
+management/commands/ and templatetags/ are where Django finds them.
 """
