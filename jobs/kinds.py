@@ -4,13 +4,14 @@ registry the apps fill.
 jobs knows how to accept work, run it in a worker, retry it and follow it; what a job DOES
 belongs to the app whose data it writes. Each app registers its kinds in its `tasks` module,
 where django-tasks looks for tasks: annotate/tasks.py (bundle, Ragas, label and gold imports,
-the gold export), evaluation/tasks.py (judge-run imports). The first look-up of a kind the
-registry does not hold imports every installed app's `tasks` module (Django's
-autodiscover_modules, as the admin finds admin.py): on first use rather than at start-up, so
-that a process that never touches a job -- a command, a statistics probe -- loads none of the
-importers. A system check (jobs.apps; the worker command runs the checks as it starts) says
-when a name of Job.Kind (the database's vocabulary) has no registration, or the other way
-round. jobs imports neither app (tests/test_architecture.py checks it).
+the gold export), evaluation/tasks.py (judge-run imports). discover() imports every installed
+app's `tasks` module (Django's autodiscover_modules, as the admin finds admin.py): the URLconf
+calls it as it loads (config/urls.py), the system checks do (the worker command runs them as
+it starts), and so does the look-up of a kind the registry does not hold -- not
+django.setup(), so that a process that never touches a job (a command, a statistics probe)
+loads none of the importers. The check (jobs.apps) says when a name of Job.Kind (the
+database's vocabulary) has no registration, or the other way round. jobs imports neither app
+(tests/test_architecture.py checks it).
 
 Nothing here imports jobs.models: the model reads `is_import` from this registry.
 """
