@@ -12,12 +12,14 @@ selectors (reads), views and forms, and its package docstring names its modules:
 - adjudication/: the adjudication queue and screen, a lead's decisions
 - gold/: gold derived from the pairs and imported gold, the gold page and export
 - members/: who is in a project in which role, API tokens, the locked-out login page
-- api/: the REST API, one module per capability, and the base every API shares
+- api/: the REST API, one module per capability (jobs' endpoints too), and the base every
+  API shares
 - common/: what every capability uses (errors, roles and the project_view decorator, bulk
   writes, JSON and CSV safety, paging, the docs pages)
 
 At the top: models.py (every model, with migrations/), schema.py (the label schema, pure),
-admin.py, urls.py (every page, named by its folder), and report_cache.py and stored_shares.py
-(the per-data-version cache of derived reads). management/commands/ and templatetags/ are
-where Django finds them.
+admin.py, urls.py (every page, named by its folder), tasks.py (what annotate's background jobs
+do: bundle, Ragas, label and gold imports, the gold export, registered with jobs.kinds), and
+report_cache.py and stored_shares.py (the per-data-version cache of derived reads).
+management/commands/ and templatetags/ are where Django finds them.
 """

@@ -1,9 +1,8 @@
 from django.apps import AppConfig
 
+from annotate.common import lookups  # noqa: F401  (registers `__any` and `__among` as imported)
+
 
 class AnnotateConfig(AppConfig):
     name = "annotate"
     verbose_name = "Labelling"
-
-    def ready(self):
-        from annotate.common import lookups  # noqa: F401  (registers `__any`)

@@ -41,7 +41,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from annotate.projects.services import allow_creating_projects
-    from jobs import services
+    from jobs import accept as services
     from jobs.models import Job
 
     call_command("migrate", verbosity=0)

@@ -64,11 +64,11 @@ def main() -> None:
     from django.db import connection
     from django_tasks_db.models import DBTaskResult
 
-    from annotate.gold.exports import gold_size
+    from annotate.gold.exports import gold_size, start_gold_export
     from annotate.members.services import add_member
     from annotate.projects.opening import open_labelling
     from annotate.projects.services import allow_creating_projects
-    from jobs import reports, services
+    from jobs import accept, reports, services
     from jobs.models import Job, StoredReport
 
     print(f"database: {connection.vendor}; load average at start: {os.getloadavg()}")
@@ -88,7 +88,7 @@ def main() -> None:
         print(f"bundle: {lines:,} lines, {path.stat().st_size / 1e6:.1f} MB, {ANSWERS:,} answers")
         queued = time.perf_counter()
         with path.open("rb") as stream:
-            job = services.start_import(
+            job = accept.start_import(
                 kind=Job.Kind.BUNDLE_IMPORT,
                 user=lead,
                 upload=File(stream, name="bundle.jsonl"),
@@ -127,9 +127,7 @@ def main() -> None:
         print(f"labelled: {claims:,} doubly-labelled claims; gold set {rows:,} rows")
 
         queued = time.perf_counter()
-        job = services.start_gold_export(
-            project=project, user=lead, fmt="jsonl", filters={}, rows=rows
-        )
+        job = start_gold_export(project=project, user=lead, fmt="jsonl", filters={}, rows=rows)
         job = wait(job.pk, "the gold export")
         done = time.perf_counter()
         ran = (job.finished_at - job.started_at).total_seconds()

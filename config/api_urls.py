@@ -1,11 +1,13 @@
-"""The REST API: /api/v1/ (its root here, then annotate.api, evaluation.api and jobs.api), the
-OpenAPI schema at /api/schema/ and its documentation at /api/docs/ (Swagger UI served from our
-own static files by drf-spectacular-sidecar, no CDN). Included from config.urls."""
+"""The REST API: /api/v1/ (its root here, then annotate.api, evaluation.api and the jobs'
+endpoints, annotate.api.jobs), the OpenAPI schema at /api/schema/ and its documentation at
+/api/docs/ (Swagger UI served from our own static files by drf-spectacular-sidecar, no CDN).
+Included from config.urls."""
 
 import json
 
 from csp.constants import SELF
 from django.http import JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path, re_path, reverse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.settings import spectacular_settings
@@ -14,10 +16,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from annotate.api import jobs as jobs_api
 from annotate.api.base import DENIED, APIView
 from annotate.api.urls import urlpatterns as annotate_api_urls
 from config.lazy import lazy_api
-from jobs import api as jobs_api
 
 P = "projects/<slug:slug>/"
 
@@ -106,14 +108,10 @@ class SwaggerView(SpectacularSwaggerSplitView):
 
     @staticmethod
     def _swagger_ui_resource(filename: str) -> str:
-        from django.templatetags.static import static
-
         return static(f"drf_spectacular_sidecar/swagger-ui-dist/{filename}")
 
     @staticmethod
     def _swagger_ui_favicon() -> str:
-        from django.templatetags.static import static
-
         return static("drf_spectacular_sidecar/swagger-ui-dist/favicon-32x32.png")
 
 

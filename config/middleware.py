@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
 from annotate.imports import uploads
 from config.errors import is_api
+from jobs import health
 
 # What a multipart body may carry beyond the file itself (boundaries, headers, small fields)
 # before the middleware refuses it unread; the exact file size is checked after parsing.
@@ -26,8 +27,6 @@ class HealthzMiddleware:
     def __call__(self, request):
         if request.path_info != "/healthz" or request.method not in ("GET", "HEAD"):
             return self.get_response(request)
-        from jobs import health
-
         report = health.quick()
         response = JsonResponse(report, status=200 if report["database"] == "ok" else 503)
         add_never_cache_headers(response)
@@ -110,8 +109,6 @@ class QueryCountHeaderMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        from django.db import connection
-
         count = 0
 
         def counting(execute, sql, params, many, context):

@@ -4,7 +4,13 @@ from django.urls import include, path
 from annotate.labelling.views import preferences
 from annotate.members import token_views
 from config.lazy import lazy
+from jobs import kinds
 from sso import views as sso_views
+
+# Every app's job kinds (its tasks module), as the URLconf loads, as admin.autodiscover() did:
+# else a web process's first look at a job would import the importers in the middle of a
+# request -- between reading a job's heartbeat and judging it, seconds on a busy machine.
+kinds.discover()
 
 urlpatterns = [
     # Before the admin's own: with password login off it sends people to the login page.

@@ -11,6 +11,7 @@ the drift alarm), intervals, caveats.
 - views/: the report pages (evaluation and agreement)
 - judges/: model-judge runs, from their import to their pages
 - api.py: the reports and judge runs in the REST API; models.py: judge runs and verdicts
+- tasks.py: what a judge-run import job does, registered with jobs.kinds
 
 The rule for pages: a page of a report sits in views/; a capability with its own import and
 pages (judges) is a package holding both. Every module here but the pages, the API and the

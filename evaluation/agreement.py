@@ -129,8 +129,9 @@ def _kappa_point(
     if int((rows.astype(object) * cols.astype(object)).sum()) == n * n:
         return None, KAPPA_UNDEFINED_ONE_LABEL
     k = conf.shape[0]
-    # Imported here: scikit-learn takes a second to load, and the gold export (which needs
-    # only numpy's kappa_from_confusion) should not pay for it.
+    # scikit-learn takes a second to load, and the gold export (which needs only numpy's
+    # kappa_from_confusion) should not pay for it.
+    # late import: heavy library (memory)
     from sklearn.metrics import cohen_kappa_score
 
     # Encoded indices with labels 0..k-1 give scikit-learn the same matrix and weights as the

@@ -171,8 +171,9 @@ def ppi_plus_plus(*, gold: Any, judge_gold: Any, judge_target: Any) -> PPIPlusPl
     gold or two target items.
     """
     y, yhat, yhat_target = _ppi_inputs(gold, judge_gold, judge_target)
-    # Deliberate late import of a heavy library: ppi_py loads numba and pandas (about 66 MB and
-    # 1.6 s), which a process that imports this module for anything else should not pay for.
+    # ppi_py loads numba and pandas (about 66 MB and 1.6 s), which a process that imports
+    # this module for anything else should not pay for.
+    # late import: heavy library (memory)
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
     lam = ppi_lambda(y, yhat, yhat_target)

@@ -416,7 +416,8 @@ class LatencySummary:
 def latency_summary(elapsed_ms: Iterable[float | None]) -> LatencySummary:
     """Mean and p95 of ``elapsed_ms``; p95 is ``numpy.percentile(values, 95)`` with the default
     'linear' method (interpolating between the two nearest order statistics)."""
-    import numpy as np  # here, not at the top: the pages that read reports never load numpy
+    # late import: heavy library (memory) -- pages that read reports never load numpy
+    import numpy as np
 
     values, missing = _present_values(elapsed_ms, "elapsed_ms")
     return LatencySummary(
@@ -587,7 +588,8 @@ def paired_bootstrap_diff(
     interval: resample the paired cases with replacement ``n_boot`` times using
     ``numpy.random.default_rng(seed)``, take the 2.5th and 97.5th percentiles of the means.
     Cases are ordered by id first, so the result does not depend on mapping order."""
-    import numpy as np  # here, not at the top: the pages that read reports never load numpy
+    # late import: heavy library (memory) -- pages that read reports never load numpy
+    import numpy as np
 
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")

@@ -8,6 +8,11 @@ CLAIMDESK_TASKS). Moving to Django 6 is changing the imports below to `django.ta
 from django_tasks import TaskResultStatus, default_task_backend, task, task_backends
 from django_tasks.backends.immediate import ImmediateBackend
 
+try:
+    from redis.exceptions import RedisError
+except ImportError:  # redis comes with django-rq: without it there is no RQ backend
+    RedisError = None
+
 __all__ = [
     "BackendUnavailable",
     "TaskResultStatus",
@@ -28,9 +33,7 @@ class BackendUnavailable(Exception):
 def _connection_errors() -> tuple[type[BaseException], ...]:
     """What a backend raises when it cannot be reached. The database backend's failures are
     the database's own (django.db.OperationalError), answered 503 as any other query's."""
-    try:
-        from redis.exceptions import RedisError
-    except ImportError:  # redis comes with django-rq: without it there is no RQ backend
+    if RedisError is None:
         return (ConnectionError,)
     return (RedisError, ConnectionError)
 

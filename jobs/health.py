@@ -12,6 +12,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from jobs.models import QUEUED_TOO_LONG, Job
 
 
 def database_ok() -> bool:
@@ -32,14 +35,13 @@ def backend_problem() -> str | None:
     """Why the task backend cannot take tasks, or None."""
     if settings.CLAIMDESK_TASKS == "rq":
         try:
+            # late import: heavy library (memory) -- rq, only where it is the task backend
             import django_rq
 
             django_rq.get_connection("default").ping()
         except Exception as exc:  # redis raises its own ConnectionError, among others
             return f"Redis at {settings.REDIS_URL} does not answer: {exc}"
     elif settings.CLAIMDESK_TASKS == "database":
-        from django_tasks_db.models import DBTaskResult
-
         try:
             DBTaskResult.objects.exists()
         except DatabaseError as exc:
@@ -62,8 +64,6 @@ def liveness() -> dict:
 
 def full() -> dict:
     """Everything `manage.py healthcheck` prints, with `problems` saying what is wrong."""
-    from jobs.models import QUEUED_TOO_LONG, Job
-
     problems: list[str] = []
     report: dict = {"database": "ok", "tasks": settings.CLAIMDESK_TASKS}
     if not database_ok():

@@ -16,8 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from annotate.models import Project
-from jobs import progress_files
+from jobs import kinds, progress_files
 
 # A queued job that no worker has started in this long is reported (manage.py healthcheck)
 # and may be sent again (Retry).
@@ -33,7 +32,8 @@ class JobQuerySet(models.QuerySet):
             return self.none()
         if user.is_superuser:
             return self
-        led = Project.objects.led_by(user).values("pk")
+        projects = self.model._meta.get_field("project").related_model  # annotate.Project
+        led = projects.objects.led_by(user).values("pk")
         return self.filter(
             models.Q(project__isnull=True, created_by=user) | models.Q(project__in=led)
         )
@@ -50,6 +50,8 @@ class JobQuerySet(models.QuerySet):
 
 
 class Job(models.Model):
+    # The names the database knows, and how a page calls them. What each kind runs is
+    # registered by its app's tasks module (jobs.kinds); jobs.apps checks the two agree.
     class Kind(models.TextChoices):
         BUNDLE_IMPORT = "bundle_import", "Bundle import"
         RAGAS_IMPORT = "ragas_import", "Ragas dataset import"
@@ -69,7 +71,7 @@ class Job(models.Model):
     status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
     # Set once the project exists: an import that creates one names only its slug until then.
     project = models.ForeignKey(
-        Project,
+        "annotate.Project",
         on_delete=models.CASCADE,
         null=True,
         blank=True,
@@ -138,7 +140,7 @@ class Job(models.Model):
 
     @property
     def is_import(self) -> bool:
-        return self.kind != self.Kind.GOLD_EXPORT
+        return kinds.get(self.kind).is_import
 
     @property
     def finished(self) -> bool:
@@ -238,7 +240,9 @@ class StoredReport(models.Model):
         CALIBRATION = "calibration", "Calibration"
         COMPARISON = "comparison", "Comparison of two variants"
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    project = models.ForeignKey(
+        "annotate.Project", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     kind = models.CharField(max_length=20, choices=Kind)
     key = models.CharField(max_length=200, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from jobs import services
+from jobs import kinds
 from jobs.models import Job
 
 
@@ -79,11 +79,11 @@ class JobSerializer(serializers.ModelSerializer):
         ).data
 
     def get_errors(self, job) -> list[str]:
-        found = services.bundle_errors(job)
+        found = kinds.problems(job)
         return [str(e) for e in found.errors] if found else []
 
     def get_summary(self, job) -> list[str]:
-        found = services.bundle_errors(job)
+        found = kinds.problems(job)
         return found.grouped() if found else []
 
     def get_retry_url(self, job) -> str | None:

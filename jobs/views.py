@@ -2,13 +2,12 @@
 
 The page's URL names the job, so it survives a reload; while the job runs, htmx asks for the
 page's `status` partial every second (hx-trigger="every 1s", allowed by the CSP). A finished
-import sends the person on to the project's set-up page; a refused file shows every problem
-by line; an export shows its download.
+import sends the person on to where its kind says (the project's set-up page, the gold page,
+the judge run's page: registered with the kind, jobs.kinds); a refused file shows every
+problem by line; an export shows its download.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,10 +17,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotate.common.errors import ServiceError
-from annotate.models import Role
-from jobs import services
+from jobs import kinds, services
+from jobs.accept import CannotRetry, retry_job
 from jobs.models import Job
+
+# Only a project's leads see its jobs (Job.objects.visible_to): the role badge base.html shows
+# (annotate.models.Role.LEAD).
+LEAD = "lead"
 
 
 def _job_or_404(user, job_id) -> Job:
@@ -36,14 +38,8 @@ def job_url(job: Job) -> str:
 
 
 def done_url(job: Job) -> str:
-    """Where a finished import sends the person: the judge run's page for a judge run, the
-    gold page for gold, the project's set-up page for the rest."""
-    slug = job.result.get("project", job.project_slug)
-    if job.kind == Job.Kind.JUDGE_IMPORT:
-        return reverse("judge_run", kwargs={"slug": slug, "run_pk": job.result["run"]})
-    if job.kind == Job.Kind.GOLD_IMPORT:
-        return reverse("gold", kwargs={"slug": slug})
-    return reverse("project_setup", kwargs={"slug": slug})
+    """Where a finished import sends the person: its kind says (jobs.kinds)."""
+    return kinds.get(job.kind).done_url(job)
 
 
 def after_upload(request, job: Job, form) -> tuple:
@@ -55,7 +51,7 @@ def after_upload(request, job: Job, form) -> tuple:
         announce(request, job)
         return _go(request, done_url(job)), None
     if job.status == Job.Status.FAILED:
-        errors = services.bundle_errors(job)
+        errors = kinds.problems(job)
         if errors is None and not job.result.get("deletions"):  # those are listed apart
             form.add_error(None, job.failure)
         return None, errors
@@ -73,31 +69,9 @@ def announce(request, job: Job) -> None:
     if str(job.pk) in announced:
         return
     request.session["jobs_announced"] = [*announced[-19:], str(job.pk)]
-    result = job.result
-    if job.kind == Job.Kind.LABEL_IMPORT:
-        messages.success(request, f"Labels: {result.get('summary', 'imported')}.")
-        return
-    if job.kind == Job.Kind.GOLD_IMPORT:
-        messages.success(request, f"Gold: {result.get('summary', 'imported')}.")
-        return
-    if job.kind == Job.Kind.JUDGE_IMPORT:
-        messages.success(
-            request, f"Imported judge run '{result['run_name']}': {result['summary']}."
-        )
-        if result.get("self_judged"):
-            messages.warning(
-                request,
-                f"{result['self_judged']} verdict(s) grade answers of the judge's own model.",
-            )
-        return
-    prefix = "Project created. " if result.get("created_project") else ""
-    messages.success(request, f"{prefix}Imported {result.get('summary', '')}.")
-    if result.get("proposed_claims"):
-        messages.info(
-            request,
-            f"{result['proposed_claims']} claims were proposed sentence by sentence: review "
-            "their boundaries before opening labelling.",
-        )
+    hook = kinds.get(job.kind).announce
+    if hook is not None:
+        hook(request, job)
 
 
 @require_GET
@@ -111,8 +85,8 @@ def job_page(request, job_id):
     context = {
         "job": job,
         "project": job.project,
-        "role": Role.LEAD if job.project_id else None,
-        "bundle_errors": services.bundle_errors(job),
+        "role": LEAD if job.project_id else None,
+        "bundle_errors": kinds.problems(job),
         "again_url": _again_url(job),
     }
     if request.htmx:
@@ -121,15 +95,9 @@ def job_page(request, job_id):
 
 
 def _again_url(job: Job) -> str:
-    """The form to upload a corrected file on."""
-    if job.kind == Job.Kind.GOLD_EXPORT:
-        return reverse("gold", kwargs={"slug": job.project_slug})
-    if job.kind == Job.Kind.JUDGE_IMPORT:
-        return reverse("judges", kwargs={"slug": job.project_slug})
-    if job.project_id is None:
-        query = urlencode({"slug": job.project_slug, "name": job.params.get("name") or ""})
-        return f"{reverse('project_new')}?{query}"
-    return reverse("project_upload", kwargs={"slug": job.project_slug})
+    """The form to upload a corrected file on (its kind says: jobs.kinds)."""
+    hook = kinds.get(job.kind).again_url
+    return hook(job) if hook is not None else reverse("home")
 
 
 @require_POST
@@ -137,8 +105,8 @@ def _again_url(job: Job) -> str:
 def job_retry(request, job_id):
     job = _job_or_404(request.user, job_id)
     try:
-        services.retry_job(job=job, confirm_deletions=request.POST.get("confirm_deletions") == "1")
-    except ServiceError as exc:
+        retry_job(job=job, confirm_deletions=request.POST.get("confirm_deletions") == "1")
+    except CannotRetry as exc:
         messages.error(request, str(exc))
     return redirect(job_url(job))
 

@@ -47,7 +47,7 @@ from annotate.imports.lines import BundleInvalid
 from annotate.members.tokens import TokenAuthentication
 from annotate.models import Project, Role
 from config import errors
-from jobs import services as jobs
+from jobs import accept as jobs
 from jobs.serializers import accepted
 
 MAX_QUOTE = 2000

@@ -19,8 +19,7 @@ from annotate.api.base import (
     responses,
     stream,
 )
-from annotate.gold.exports import gold_rows, gold_size
-from jobs import services as jobs
+from annotate.gold.exports import gold_rows, gold_size, start_gold_export
 from jobs.serializers import ACCEPTED_202, accepted
 
 
@@ -55,7 +54,7 @@ class Gold(LeadView):
         filters = query(GoldFilterSerializer, request)
         size = gold_size(self.project)
         if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
-            job = jobs.start_gold_export(
+            job = start_gold_export(
                 project=self.project,
                 user=request.user,
                 fmt=self.fmt,

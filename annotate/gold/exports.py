@@ -32,6 +32,8 @@ from annotate.models import (
     Project,
     RetrievedPassage,
 )
+from jobs import accept as jobs
+from jobs.models import Job
 
 GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
@@ -154,6 +156,22 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
     return hashlib.sha256(key.encode()).hexdigest()[:16], as_of
 
 
+def start_gold_export(*, project: Project, user, fmt: str, filters: dict[str, Any], rows: int):
+    """Queue the gold set of `project` to be written to a file by a worker (annotate.tasks
+    runs it; `rows` is how many it will hold, for the progress bar). An export of the same
+    labels with the same filters that is waiting, running or done is reused: the file would
+    be byte-for-byte the same. The job (jobs.models.Job)."""
+    export_id, _ = gold_fingerprint(project)
+    return jobs.start_job(
+        kind=Job.Kind.GOLD_EXPORT,
+        project=project,
+        user=user,
+        params={"format": fmt, "filters": filters, "export_id": export_id},
+        rows=rows,
+        reuse=True,
+    )
+
+
 def gold_size(project: Project) -> int:
     """How many rows the whole gold set holds (a claim row per claim and an answer row per
     answer of every doubly-labelled answer and every answer with imported gold): two counts,
@@ -262,7 +280,10 @@ def gold_rows(
     project's size. A row whose item has imported gold carries it with its provenance
     (`imported`); without a pair its reviewers are null and its gold all `imported`."""
     chosen = GoldFilter(item, split, decided_only, with_context)
-    from evaluation.reports.agreement import human_kappas  # statistics: only when exporting
+    # numpy, through the agreement report: loaded when exporting, never by the pages that
+    # import this module.
+    # late import: heavy library (memory)
+    from evaluation.reports.agreement import human_kappas
 
     schema = project.schema
     export_id, as_of = gold_fingerprint(project)

@@ -60,9 +60,7 @@ def gold_download(request, project, role, fmt):
     if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
         # Too long to stream within a request: a worker writes the file and its page offers
         # the download (the same file again while the labels stay as they are).
-        from jobs import services as jobs
-
-        job = jobs.start_gold_export(
+        job = exports.start_gold_export(
             project=project, user=request.user, fmt=fmt, filters=form.options(), rows=size
         )
         return redirect("job", job_id=job.pk)

@@ -21,6 +21,7 @@ from annotate.imports.records import (
 )
 from annotate.models import Answer, Citation, Claim, Project, RetrievedPassage
 from annotate.schema import LabelSchema
+from evaluation.models import Verdict  # the judge app's rows go with the answers
 
 
 @dataclass
@@ -84,8 +85,6 @@ class DeletionsNotConfirmed(ServiceError):
 
 
 def deletions_of(answer_pks: list[int], records) -> Deletions:
-    from evaluation.models import Verdict  # the judge app's rows go with the answers
-
     verdicts: Counter = Counter()
     for start in range(0, len(answer_pks), 500):
         chunk = answer_pks[start : start + 500]

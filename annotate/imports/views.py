@@ -1,6 +1,6 @@
 """The upload pages: a new project from a bundle or a Ragas dataset, and a project's upload
 page (a bundle, a Ragas dataset, labels or gold made elsewhere). Each file is queued for a
-worker (jobs.services.start_import), whose page follows the import."""
+worker (jobs.accept.start_import), whose page follows the import."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from annotate.imports.lines import BundleInvalid
 from annotate.imports.ragas_import import label_schema_problem
 from annotate.models import Role
 from annotate.projects.creation import check_new_slug
-from jobs import services as jobs
+from jobs import accept as jobs
 from jobs import views as job_views
 from jobs.models import Job
 

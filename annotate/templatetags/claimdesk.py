@@ -5,6 +5,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
+from annotate.imports import uploads
+
 register = template.Library()
 
 
@@ -30,9 +32,7 @@ def p_value(value) -> str:
 def max_upload_bytes() -> int:
     """For data-max-bytes on an upload form: static/upload.js refuses a larger file before
     sending it."""
-    from annotate.imports.uploads import max_upload_bytes as limit
-
-    return limit()
+    return uploads.max_upload_bytes()
 
 
 @register.simple_tag

@@ -17,7 +17,7 @@ from annotate.imports.uploads import validate_upload_size
 from annotate.models import Role
 from evaluation.judges.runs import self_judged_counts
 from evaluation.models import JudgeRun
-from jobs import services as jobs
+from jobs import accept as jobs
 from jobs import views as job_views
 from jobs.models import Job
 

@@ -15,7 +15,7 @@ from annotate.imports.lines import JsonLines, line_ends
 from annotate.members.services import add_member
 from annotate.models import Assignment, LabelRevision
 from annotate.projects.opening import open_labelling
-from jobs import services as jobs
+from jobs import accept as jobs
 from jobs.models import Job
 from tests.conftest import FIXTURES, import_fixture
 

@@ -190,9 +190,9 @@ def test_409_is_a_conflict(claimdesk):
 @pytest.fixture
 def queue_down_once(monkeypatch):
     """The task queue refuses the next upload's job (a 503 with Retry-After), then is back."""
-    from jobs import framework, services
+    from jobs import accept, framework
 
-    real, calls = services.start_import, []
+    real, calls = accept.start_import, []
 
     def start_import(**kwargs):
         calls.append(kwargs["kind"])
@@ -200,7 +200,7 @@ def queue_down_once(monkeypatch):
             raise framework.BackendUnavailable("Redis is restarting")
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "start_import", start_import)
+    monkeypatch.setattr(accept, "start_import", start_import)
     return calls
 
 

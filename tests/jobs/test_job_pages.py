@@ -11,10 +11,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from annotate.gold.exports import start_gold_export
 from annotate.members.services import add_member
 from annotate.models import Assignment
 from annotate.projects.opening import open_labelling
-from jobs import services
+from jobs import accept, services
 from jobs.models import Job
 from tests.api import API, token_client
 from tests.conftest import FIXTURES, PASSWORD, import_fixture
@@ -45,7 +46,7 @@ def lost(job: Job) -> Job:
 
 @pytest.fixture
 def queued(team, lead, database_tasks) -> Job:
-    return services.start_import(
+    return accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT,
         user=lead,
         upload=SimpleUploadedFile("small.jsonl", (FIXTURES / "small.jsonl").read_bytes()),
@@ -118,13 +119,9 @@ def test_a_job_no_worker_started_can_be_sent_again_and_is_not_reused(queued, lea
     assert job.status == Job.Status.QUEUED and not job.waited_too_long
     assert DBTaskResult.objects.count() == tasks + 1
 
-    export = services.start_gold_export(
-        project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000
-    )
+    export = start_gold_export(project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000)
     Job.objects.filter(pk=export.pk).update(created_at=timezone.now() - timedelta(minutes=6))
-    again = services.start_gold_export(
-        project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000
-    )
+    again = start_gold_export(project=job.project, user=lead, fmt="jsonl", filters={}, rows=30_000)
     assert again.pk != export.pk
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Answer
-from jobs import health, services
+from jobs import accept, health
 from jobs.models import Job
 from tests.conftest import _LOUD, CI
 from tests.workers import wait_for, write_bundle
@@ -46,7 +46,7 @@ def rq_tasks(settings, tmp_path):
 def test_an_import_queued_in_redis_is_run_by_an_rq_worker(rq_tasks, workers, lead, tmp_path):
     assert health.backend_problem() is None
     bundle = write_bundle(tmp_path / "b.jsonl", 500)
-    job = services.start_import(
+    job = accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT,
         user=lead,
         upload=SimpleUploadedFile("b.jsonl", bundle.read_bytes()),

@@ -13,8 +13,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
+from annotate.gold.exports import start_gold_export
 from annotate.models import Answer, Claim, Passage, Project
-from jobs import services
+from annotate.tasks import bundle_errors
+from jobs import accept, services
 from jobs.models import Job
 from jobs.tasks import refresh_report
 from tests.workers import ROOT, child_env, wait_for, write_bundle
@@ -34,7 +36,7 @@ def test_a_worker_imports_a_queued_bundle_and_reports_progress_as_it_goes(
     database_tasks, workers, lead, tmp_path
 ):
     bundle = write_bundle(tmp_path / "b.jsonl", 2000)
-    job = services.start_import(
+    job = accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT, user=lead, upload=upload(bundle), slug="big", params={}
     )
     assert job.status == Job.Status.QUEUED and job.lines_total > 2000
@@ -66,7 +68,7 @@ def test_a_worker_killed_mid_import_leaves_nothing_and_the_retried_job_completes
     settings.CLAIMDESK_JOB_STALE_SECONDS = 3
     bundle = write_bundle(tmp_path / "b.jsonl", 6000)
     before = (Project.objects.count(), Passage.objects.count(), Answer.objects.count())
-    job = services.start_import(
+    job = accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT, user=lead, upload=upload(bundle), slug="big", params={}
     )
     first = workers()
@@ -86,7 +88,7 @@ def test_a_worker_killed_mid_import_leaves_nothing_and_the_retried_job_completes
     assert fresh(job).retryable
     assert Job.objects.stalled().filter(pk=job.pk).exists()
 
-    services.retry_job(job=fresh(job))
+    accept.retry_job(job=fresh(job))
     second = workers()
     wait_for(lambda: fresh(job).finished, "the retried import", timeout=120)
     job = fresh(job)
@@ -100,7 +102,7 @@ def test_a_refused_bundle_fails_its_job_with_every_error_by_line_and_writes_noth
     database_tasks, workers, lead, tmp_path
 ):
     bundle = write_bundle(tmp_path / "b.jsonl", 1000, broken_every=100)
-    job = services.start_import(
+    job = accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT, user=lead, upload=upload(bundle), slug="big", params={}
     )
     workers()
@@ -109,7 +111,7 @@ def test_a_refused_bundle_fails_its_job_with_every_error_by_line_and_writes_noth
     assert job.status == Job.Status.FAILED and not job.retryable and job.file == ""
     assert len(job.errors) == 10
     assert all("no-such-case" in message for _, message, _ in job.errors)
-    grouped = services.bundle_errors(job).grouped()
+    grouped = bundle_errors(job).grouped()
     assert len(grouped) == 10 and grouped[0].startswith("line ")
     assert not Project.objects.filter(slug="big").exists()
 
@@ -118,7 +120,7 @@ def test_a_job_is_run_once_however_often_its_task_is_delivered(database_tasks, l
     from jobs.tasks import run_job
 
     bundle = write_bundle(tmp_path / "b.jsonl", 10)
-    job = services.start_import(
+    job = accept.start_import(
         kind=Job.Kind.BUNDLE_IMPORT, user=lead, upload=upload(bundle), slug="once", params={}
     )
     run_job.call(str(job.pk))
@@ -134,9 +136,7 @@ def test_a_worker_writes_a_gold_export_that_matches_the_streamed_one(
     from annotate.gold.exports import gold_rows, gold_size
 
     expected = "".join(jsonl(gold_rows(demo)))
-    job = services.start_gold_export(
-        project=demo, user=lead, fmt="jsonl", filters={}, rows=gold_size(demo)
-    )
+    job = start_gold_export(project=demo, user=lead, fmt="jsonl", filters={}, rows=gold_size(demo))
     worker = workers()
     wait_for(lambda: fresh(job).finished, "the export", timeout=60)
     job = fresh(job)

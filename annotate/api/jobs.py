@@ -1,5 +1,6 @@
-"""The API face of background jobs: what an upload answers (202 and the job), the job to poll,
-its retry, and an export's file."""
+"""The API face of background jobs (jobs/): the job to poll, its retry, and an export's file.
+What an upload answers (202 and the job) is jobs.serializers'. Here rather than in jobs/,
+which stands below the apps: every endpoint shares annotate.api.base."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from annotate.api.base import CONFLICT_409, ERROR_400, APIView, refused, responses
-from annotate.common.errors import ServiceError
 from jobs import services
+from jobs.accept import CannotRetry, retry_job
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, JobSerializer, accepted
 
@@ -55,8 +56,8 @@ class JobRetry(JobView):
         body.is_valid(raise_exception=True)
         confirm = body.validated_data["confirm_deletions"]
         try:
-            job = services.retry_job(job=self.job(job_id), confirm_deletions=confirm)
-        except ServiceError as exc:
+            job = retry_job(job=self.job(job_id), confirm_deletions=confirm)
+        except CannotRetry as exc:
             return refused(exc)
         return accepted(job)
 
