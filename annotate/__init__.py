@@ -17,7 +17,8 @@ selectors (reads), views and forms, and its package docstring names its modules:
   writes, JSON and CSV safety, paging, the docs pages)
 
 At the top: models.py (every model, with migrations/), schema.py (the label schema, pure),
-admin.py, urls.py (every page, named by its folder), and report_cache.py and stored_shares.py
-(the per-data-version cache of derived reads). management/commands/ and templatetags/ are
-where Django finds them.
+admin.py, urls.py (every page, named by its folder), tasks.py (the worker's refresh of a
+stored report) and report_kinds.py (the app's computed reports, kept by
+common/computed.py: one rule for when a report is stale). management/commands/ and
+templatetags/ are where Django finds them.
 """

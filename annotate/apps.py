@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
 
 
 class AnnotateConfig(AppConfig):
@@ -7,3 +8,6 @@ class AnnotateConfig(AppConfig):
 
     def ready(self):
         from annotate.common import lookups  # noqa: F401  (registers `__any`)
+
+        # Every app's report kinds (annotate.common.computed), once the models are loaded.
+        autodiscover_modules("report_kinds")
