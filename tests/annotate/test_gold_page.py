@@ -17,8 +17,8 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from annotate import report_cache
 from annotate.adjudication.services import DecisionInput, adjudicate
+from annotate.common import computed
 from annotate.gold import summary
 from annotate.gold.exports import gold_rows
 from annotate.gold.pairs import ItemPair, pairs_for_project
@@ -230,7 +230,7 @@ def test_the_gold_page_costs_a_fixed_number_of_queries(
     client.login(username=lead.username, password=PASSWORD)
     url = reverse("gold", kwargs={"slug": demo.slug})
     doubly = len(label_states(demo))
-    report_cache.clear()
+    computed.clear()
     # The shares stored: savepoint, delete, insert, release; PostgreSQL's insert is a COPY,
     # which Django does not count.
     stored = 3 if connection.vendor == "postgresql" else 4

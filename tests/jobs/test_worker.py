@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
 from annotate.models import Answer, Claim, Passage, Project
+from annotate.tasks import refresh_report
 from jobs import services
 from jobs.models import Job
-from jobs.tasks import refresh_report
 from tests.workers import ROOT, child_env, wait_for, write_bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
