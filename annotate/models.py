@@ -37,7 +37,30 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(memberships__user=user, memberships__role=Role.LEAD)
 
 
-class Project(models.Model):
+class KeepsRevisions(models.Model):
+    """A model with revision counters (annotate.common.computed) that only touch() moves, by
+    UPDATE ... SET revision = revision + 1: a save of the whole row (the admin's, a script's)
+    writes every other field and leaves them as the database holds them, never as this
+    instance read them (that would move a revision back to one a report was computed at)."""
+
+    REVISIONS: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, update_fields=None, **kwargs):
+        if update_fields is None and not self._state.adding and not kwargs.get("force_insert"):
+            update_fields = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name not in self.REVISIONS
+            ]
+        super().save(*args, update_fields=update_fields, **kwargs)
+
+
+class Project(KeepsRevisions):
+    REVISIONS = ("revision", "content_revision")
+
     class State(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open for labelling"
@@ -203,7 +226,9 @@ class Evidence(models.Model):
         return f"{self.case_id}#{self.ordinal}"
 
 
-class Answer(models.Model):
+class Answer(KeepsRevisions):
+    REVISIONS = ("revision",)
+
     # Its own index, though unique_answer_id starts with it: the narrowest one to count a
     # project's answers from (the project list; 1.0 against 1.5 ms at 10,000 answers).
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="answers")

@@ -64,12 +64,14 @@ def main() -> None:
     from django.db import connection
     from django_tasks_db.models import DBTaskResult
 
+    from annotate.common import computed
     from annotate.gold.exports import gold_size
     from annotate.members.services import add_member
+    from annotate.models import ComputedReport
     from annotate.projects.opening import open_labelling
     from annotate.projects.services import allow_creating_projects
-    from jobs import reports, services
-    from jobs.models import Job, StoredReport
+    from jobs import services
+    from jobs.models import Job
 
     print(f"database: {connection.vendor}; load average at start: {os.getloadavg()}")
     lead = get_user_model().objects.create_user("bench-lead")
@@ -142,14 +144,14 @@ def main() -> None:
 
         before = DBTaskResult.objects.count()
         queued = time.perf_counter()
-        first = reports.read(project=project, kind=reports.Kind.AGREEMENT)
+        first = computed.read(project, "agreement")
         assert first.pending and DBTaskResult.objects.count() == before + 1
-        while not StoredReport.objects.filter(
+        while not ComputedReport.objects.filter(
             project=project, kind="agreement", result__isnull=False
         ).exists():
             time.sleep(0.2)
         done = time.perf_counter()
-        row = StoredReport.objects.get(project=project, kind="agreement")
+        row = ComputedReport.objects.get(project=project, kind="agreement")
         print(
             f"agreement report task: {done - queued:.1f} s wall (computing {row.seconds:.1f} s); "
             f"page views then read it in one lookup; worker peak RSS "

@@ -235,3 +235,22 @@ def test_agreement_is_computed_once_per_revision(browser, demo, monkeypatch):
     computed.touch(demo)
     browser.get(url)
     assert calls == [demo.slug, demo.slug]
+
+
+def test_a_save_of_a_whole_row_read_earlier_never_moves_a_revision_back(demo, lead):
+    """The admin saves every field of the row its form read: a revision moved meanwhile (a
+    submission, a decision) must stay where it is, or a report computed at it would look
+    current after the admin's change."""
+    stale = Project.objects.get(pk=demo.pk)
+    answer = Answer.objects.filter(project=demo).first()
+    computed.touch(demo, content=True, answers=[answer.pk])
+    moved = computed.revisions(demo)
+    answer_revision = Answer.objects.get(pk=answer.pk).revision
+    assert answer_revision == answer.revision + 1
+    stale.guidelines = "edited elsewhere"
+    stale.save()
+    assert computed.revisions(demo) == moved
+    assert Project.objects.get(pk=demo.pk).guidelines == "edited elsewhere"
+    answer.elapsed_ms = 12.0
+    answer.save()
+    assert Answer.objects.get(pk=answer.pk).revision == answer_revision
