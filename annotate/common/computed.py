@@ -54,7 +54,6 @@ from django.shortcuts import render
 from django.utils import timezone
 from django_htmx.http import HttpResponseClientRefresh
 
-from annotate.gold.exports import gold_size
 from annotate.models import Answer, ComputedReport, Project
 from jobs import framework
 
@@ -165,13 +164,16 @@ class Kind:
     (the worker computes them); the in-memory kinds are computed by their caller.
     ``requires``: the top-level keys of a stored result the pages read (a result without one
     of them is of another shape, and computed again). ``refresh``: what the worker runs
-    instead of compute alone (computing related reports from the same read of the data)."""
+    instead of compute alone (computing related reports from the same read of the data).
+    ``small(project)``: whether a first computation may run in the request (else a worker's);
+    by default never."""
 
     name: str
     scope: str = PROJECT
     compute: Callable[[Project, str], Any] | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
     refresh: Callable[[Project, str, int], None] | None = None
+    small: Callable[[Project], bool] = lambda project: False
 
     @property
     def stored(self) -> bool:
@@ -322,7 +324,7 @@ def read(project: Project, kind_name: str, key: str = "", *, revision: int | Non
             result = None  # stored in a shape this code does not read: as good as nothing
     if result is not None and row.revision == revision:
         return Stored(result, row.computed_at, row.seconds, fresh=True, refreshing=False)
-    if framework.runs_in_process() or (result is None and _small(project)):
+    if framework.runs_in_process() or (result is None and kind.small(project)):
         stored = _compute(project, kind, key, revision, keep=True)
         return Stored(stored.result, stored.computed_at, stored.seconds, True, False)
     asked = _ask_worker(project, kind, key, revision)
@@ -374,10 +376,6 @@ def forget_decoded() -> None:
     """Drop every kept decoded result (tests; a deployment never needs to)."""
     with _decoded_lock:
         _decoded_results.clear()
-
-
-def _small(project: Project) -> bool:
-    return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
 
 
 def _ask_worker(project: Project, kind: Kind, key: str, revision: int) -> bool:
