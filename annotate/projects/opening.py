@@ -77,7 +77,8 @@ def open_labelling(*, project: Project) -> Project:
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()
     project.save(update_fields=["state", "opened_at"])
-    computed.touch(project, content=True, answers=computed.ALL)
+    # No answer's share of the pair summary moves: none has two submitted label sets yet.
+    computed.touch(project, content=True)
     return project
 
 
