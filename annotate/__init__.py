@@ -19,7 +19,8 @@ selectors (reads), views and forms, and its package docstring names its modules:
 
 At the top: models.py (every model, with migrations/), schema.py (the label schema, pure),
 admin.py, urls.py (every page, named by its folder), tasks.py (what annotate's background jobs
-do: bundle, Ragas, label and gold imports, the gold export, registered with jobs.kinds), and
-report_cache.py and stored_shares.py (the per-data-version cache of derived reads).
-management/commands/ and templatetags/ are where Django finds them.
+do: bundle, Ragas, label and gold imports, the gold export, registered with jobs.kinds; and the
+worker's refresh of a stored report) and report_kinds.py (the app's computed reports, kept by
+common/computed.py: one rule for when a report is stale). management/commands/ and
+templatetags/ are where Django finds them.
 """

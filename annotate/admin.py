@@ -1,10 +1,51 @@
 """Django admin for every model. Only staff reach it; reviewers are never staff, which is what
-keeps variant names and other people's labels out of their reach here."""
+keeps variant names and other people's labels out of their reach here.
+
+Every screen here edits what computed reports read: each saves and deletes through
+RevisionAdmin, which moves the project's revisions, and every one of its answers', in the same
+transaction (annotate.common.computed): an edit made here makes every report stale."""
 
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
 from annotate import models
+from annotate.common import computed
+
+
+class RevisionAdmin(admin.ModelAdmin):
+    """A screen whose saves and deletions move the revisions of the project their rows
+    belong to (``project_path``: the lookup from the model to its project's pk). The admin
+    runs each save or deletion, inlines included, in one transaction: the revisions move in
+    it. Every answer's revision moves too: an admin edit is rare, and may change any answer's
+    share of the pair summary (a case's split, a schema, a label)."""
+
+    project_path = "project"
+
+    def _projects(self, queryset) -> set[int]:
+        return set(queryset.order_by().values_list(self.project_path, flat=True).distinct())
+
+    def _touch(self, projects) -> None:
+        for pk in sorted(p for p in projects if p is not None):
+            computed.touch(pk, content=True, answers=computed.ALL)
+
+    def save_model(self, request, obj, form, change):
+        before = self._projects(type(obj).objects.filter(pk=obj.pk)) if change else set()
+        super().save_model(request, obj, form, change)
+        self._touch(before | self._projects(type(obj).objects.filter(pk=obj.pk)))
+
+    def delete_model(self, request, obj):
+        projects = self._projects(type(obj).objects.filter(pk=obj.pk))
+        super().delete_model(request, obj)
+        self._touch(projects)
+
+    def delete_queryset(self, request, queryset):
+        projects = self._projects(queryset)
+        super().delete_queryset(request, queryset)
+        self._touch(projects)
+
+
+class RevisionHistoryAdmin(RevisionAdmin, SimpleHistoryAdmin):
+    """RevisionAdmin with the "History" of who changed what."""
 
 
 class MembershipInline(admin.TabularInline):
@@ -14,7 +55,8 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(models.Project)
-class ProjectAdmin(SimpleHistoryAdmin):  # "History": who changed what
+class ProjectAdmin(RevisionHistoryAdmin):  # "History": who changed what
+    project_path = "pk"
     list_display = ["slug", "name", "corpus_version", "state", "overlap", "created_at"]
     list_filter = ["state"]
     search_fields = ["slug", "name"]
@@ -22,21 +64,21 @@ class ProjectAdmin(SimpleHistoryAdmin):  # "History": who changed what
 
 
 @admin.register(models.Membership)
-class MembershipAdmin(SimpleHistoryAdmin):  # "History": who changed what
+class MembershipAdmin(RevisionHistoryAdmin):  # "History": who changed what
     list_display = ["project", "user", "role"]
     list_filter = ["role", "project"]
     autocomplete_fields = ["user"]
 
 
 @admin.register(models.Passage)
-class PassageAdmin(admin.ModelAdmin):
+class PassageAdmin(RevisionAdmin):
     list_display = ["passage_id", "project", "document", "location", "title"]
     list_filter = ["project"]
     search_fields = ["passage_id", "text"]
 
 
 @admin.register(models.Variant)
-class VariantAdmin(admin.ModelAdmin):
+class VariantAdmin(RevisionAdmin):
     list_display = ["name", "project", "model"]
     list_filter = ["project"]
 
@@ -48,7 +90,7 @@ class EvidenceInline(admin.TabularInline):
 
 
 @admin.register(models.Case)
-class CaseAdmin(admin.ModelAdmin):
+class CaseAdmin(RevisionAdmin):
     list_display = ["case_id", "project", "answerable", "adversarial", "split"]
     list_filter = ["project", "answerable", "adversarial", "split"]
     search_fields = ["case_id", "question"]
@@ -56,7 +98,8 @@ class CaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Evidence)
-class EvidenceAdmin(admin.ModelAdmin):
+class EvidenceAdmin(RevisionAdmin):
+    project_path = "case__project"
     list_display = ["case", "passage", "ordinal", "quote"]
     raw_id_fields = ["case", "passage"]
 
@@ -74,7 +117,7 @@ class RetrievedInline(admin.TabularInline):
 
 
 @admin.register(models.Answer)
-class AnswerAdmin(admin.ModelAdmin):
+class AnswerAdmin(RevisionAdmin):
     list_display = ["answer_id", "project", "variant", "task_number", "abstained", "elapsed_ms"]
     list_filter = ["project", "variant", "abstained"]
     search_fields = ["answer_id", "text"]
@@ -83,26 +126,30 @@ class AnswerAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.RetrievedPassage)
-class RetrievedPassageAdmin(admin.ModelAdmin):
+class RetrievedPassageAdmin(RevisionAdmin):
+    project_path = "answer__project"
     list_display = ["answer", "rank", "passage", "score", "in_prompt"]
     raw_id_fields = ["answer", "passage"]
 
 
 @admin.register(models.Claim)
-class ClaimAdmin(SimpleHistoryAdmin):  # "History": who changed what
+class ClaimAdmin(RevisionHistoryAdmin):  # "History": who changed what
+    project_path = "answer__project"
     list_display = ["answer", "ordinal", "text", "start", "end", "proposed"]
     raw_id_fields = ["answer"]
     search_fields = ["text"]
 
 
 @admin.register(models.Citation)
-class CitationAdmin(admin.ModelAdmin):
+class CitationAdmin(RevisionAdmin):
+    project_path = "claim__answer__project"
     list_display = ["claim", "ordinal", "cited_id", "passage"]
     raw_id_fields = ["claim", "passage"]
 
 
 @admin.register(models.Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(RevisionAdmin):
+    project_path = "case__project"
     list_display = ["case", "passage", "grade"]
     raw_id_fields = ["case", "passage"]
 
@@ -114,7 +161,7 @@ class ClaimLabelInline(admin.TabularInline):
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(SimpleHistoryAdmin):  # "History": who changed what
+class AssignmentAdmin(RevisionHistoryAdmin):  # "History": who changed what
     list_display = ["project", "answer", "reviewer", "status", "revision", "taken_at"]
     list_filter = ["project", "status"]
     raw_id_fields = ["answer", "reviewer"]
@@ -122,19 +169,22 @@ class AssignmentAdmin(SimpleHistoryAdmin):  # "History": who changed what
 
 
 @admin.register(models.ClaimLabel)
-class ClaimLabelAdmin(admin.ModelAdmin):
+class ClaimLabelAdmin(RevisionAdmin):
+    project_path = "assignment__project"
     list_display = ["assignment", "claim", "support", "severity"]
     raw_id_fields = ["assignment", "claim"]
 
 
 @admin.register(models.LabelRevision)
-class LabelRevisionAdmin(admin.ModelAdmin):
+class LabelRevisionAdmin(RevisionAdmin):
+    project_path = "assignment__project"
     list_display = ["assignment", "number", "source", "created_at"]
     raw_id_fields = ["assignment"]
 
 
 @admin.register(models.AnswerCorrection)
-class AnswerCorrectionAdmin(admin.ModelAdmin):
+class AnswerCorrectionAdmin(RevisionAdmin):
+    project_path = "answer__project"
     list_display = ["answer", "labelled", "corrected_at"]
     list_filter = ["labelled"]
     raw_id_fields = ["answer"]
@@ -148,14 +198,15 @@ class ImportedClaimGoldInline(admin.TabularInline):
 
 
 @admin.register(models.GoldImport)
-class GoldImportAdmin(admin.ModelAdmin):
+class GoldImportAdmin(RevisionAdmin):
     list_display = ["source", "file_name", "project", "answer_count", "claim_count", "imported_at"]
     list_filter = ["project"]
     readonly_fields = ["sha256", "imported_at"]
 
 
 @admin.register(models.ImportedGold)
-class ImportedGoldAdmin(admin.ModelAdmin):
+class ImportedGoldAdmin(RevisionAdmin):
+    project_path = "gold_import__project"
     list_display = ["answer", "gold_import", "line", "relevance", "abstention"]
     raw_id_fields = ["answer", "gold_import"]
     inlines = [ImportedClaimGoldInline]

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
 
 from annotate.common import lookups  # noqa: F401  (registers `__any` and `__among` as imported)
 
@@ -6,3 +7,7 @@ from annotate.common import lookups  # noqa: F401  (registers `__any` and `__amo
 class AnnotateConfig(AppConfig):
     name = "annotate"
     verbose_name = "Labelling"
+
+    def ready(self):
+        # Every app's report kinds (annotate.common.computed), once the models are loaded.
+        autodiscover_modules("report_kinds")

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 from simple_history.models import HistoricalRecords
 
 from annotate.schema import LabelSchema, default_schema
+from jobs.fields import OrderedJSONField
 
 
 class Role(models.TextChoices):
@@ -36,7 +37,30 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(memberships__user=user, memberships__role=Role.LEAD)
 
 
-class Project(models.Model):
+class KeepsRevisions(models.Model):
+    """A model with revision counters (annotate.common.computed) that only touch() moves, by
+    UPDATE ... SET revision = revision + 1: a save of the whole row (the admin's, a script's)
+    writes every other field and leaves them as the database holds them, never as this
+    instance read them (that would move a revision back to one a report was computed at)."""
+
+    REVISIONS: tuple[str, ...] = ()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, update_fields=None, **kwargs):
+        if update_fields is None and not self._state.adding and not kwargs.get("force_insert"):
+            update_fields = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name not in self.REVISIONS
+            ]
+        super().save(*args, update_fields=update_fields, **kwargs)
+
+
+class Project(KeepsRevisions):
+    REVISIONS = ("revision", "content_revision")
+
     class State(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open for labelling"
@@ -56,10 +80,16 @@ class Project(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     opened_at = models.DateTimeField(null=True, blank=True)
+    # What computed reports are current for (annotate.common.computed): `revision` moves, in
+    # the same transaction, with every write that changes what a report reads;
+    # `content_revision` with those that change the answers, claims, cases or variants
+    # (not the labels): what reads no label is kept while reviewers label.
+    revision = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
+    content_revision = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
 
     objects = ProjectQuerySet.as_manager()
     # The audit trail: who changed the schema, guidelines, overlap or state, and when.
-    history = HistoricalRecords()
+    history = HistoricalRecords(excluded_fields=["revision", "content_revision"])
 
     class Meta:
         ordering = ["name"]
@@ -196,7 +226,9 @@ class Evidence(models.Model):
         return f"{self.case_id}#{self.ordinal}"
 
 
-class Answer(models.Model):
+class Answer(KeepsRevisions):
+    REVISIONS = ("revision",)
+
     # Its own index, though unique_answer_id starts with it: the narrowest one to count a
     # project's answers from (the project list; 1.0 against 1.5 ms at 10,000 answers).
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="answers")
@@ -219,6 +251,10 @@ class Answer(models.Model):
     # so taking the next task costs the same at the start and at the end of a project.
     full = models.BooleanField(default=False)
     content_hash = models.CharField(max_length=40)
+    # Moves with every write that changes this answer's share of the pair summary (its
+    # submitted label sets, its decisions, its claims, its case, the schema), in the same
+    # transaction as the project's revision (annotate.common.computed).
+    revision = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["project_id", "answer_id"]
@@ -577,40 +613,43 @@ class AdjudicationLock(models.Model):
         return f"adjudication of {self.answer_id} (v{self.version})"
 
 
-class StoredShare(models.Model):
-    """One doubly-labelled answer's share of its project's pair summary (gold.AnswerShare),
-    kept so that a process without it in memory -- another web worker, a restarted one, one
-    whose kept copy expired -- reads it instead of deriving every pair again (1.3 s at 10,000
-    answers). Derived data, never edited: `state` is the label state it was derived from
-    (gold.label_states) and `generation` the project's content and the code that derived it
-    (annotate.stored_shares); a share of another state or generation is derived again."""
+class ComputedReport(models.Model):
+    """A result computed from a project's data, stored with the revision of its scope and
+    the code version it was computed with (annotate.common.computed): current iff both are
+    still what they are now. Derived data, never edited. `kind` is a registered report kind,
+    `key` names which one (a judge run and split, two variants, an answer's pk for a pair
+    share), `answer` is set for what is kept per answer (pair shares)."""
 
-    # No foreign-key constraints: an answer a re-import deletes while its share is being
-    # derived would fail the request at commit, for a row nobody reads (shares are read by
-    # the answers that have label states). Deletions through the ORM still take them along.
-    answer = models.OneToOneField(
-        Answer, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    kind = models.CharField(max_length=40)
+    key = models.CharField(max_length=200, blank=True)
+    # No foreign-key constraint: an answer a re-import deletes while its share is being
+    # derived would fail the request at commit, for a row nobody reads. Deletions through the
+    # ORM still take the rows along (on_delete), by this column's index.
+    answer = models.ForeignKey(
+        Answer,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
     )
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
-    )
-    generation = models.CharField(max_length=64)
-    state = models.CharField(max_length=200)
-    derived_at = models.DateTimeField()
-    split = models.CharField(max_length=20)
-    answer_state = models.CharField(max_length=20)
-    claims_agreed = models.PositiveIntegerField()
-    claims_adjudicated = models.PositiveIntegerField()
-    claims_pending = models.PositiveIntegerField()
-    score = models.IntegerField()
-    pending_fields = models.JSONField(default=list)
-    beyond_two = models.BooleanField()
+    revision = models.BigIntegerField(null=True, blank=True)
+    code_version = models.CharField(max_length=12, blank=True)
+    result = OrderedJSONField(null=True, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True, help_text="How long it took to compute.")
+    # The revision a worker was asked to compute it for, and when: one request per revision.
+    wanted = models.BigIntegerField(null=True, blank=True)
+    wanted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "generation"], name="stored_share_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "kind", "key"], name="one_computed_report")
+        ]
 
     def __str__(self) -> str:
-        return f"share of answer {self.answer_id}"
+        return f"{self.kind} of {self.project_id} {self.key}".strip()
 
 
 class GoldImport(models.Model):

@@ -19,7 +19,7 @@ from django.core.files import File
 from django.db import connection, transaction
 from django.urls import reverse
 
-from annotate.common import collector, jsonl
+from annotate.common import collector, computed, jsonl
 from annotate.common.errors import ServiceError
 from annotate.gold import exports
 from annotate.imports.bundle_import import import_bundle
@@ -32,6 +32,7 @@ from annotate.models import Project
 from annotate.projects.creation import import_new_project
 from annotate.schema import LabelSchema
 from jobs import kinds
+from jobs.framework import task
 from jobs.kinds import Refused
 from jobs.models import Job
 from jobs.progress import Progress
@@ -353,3 +354,15 @@ kinds.register(
     again_url=_gold_url,
     problems=bundle_errors,
 )
+
+
+# --- Reports ------------------------------------------------------------------------------------
+
+
+@task
+def refresh_report(project_id: int, kind: str, key: str) -> None:
+    """Compute a stored report at the project's revision now (annotate.common.computed)."""
+    computed.refresh(project_id=project_id, kind=kind, key=key)
+
+
+computed.register_worker_task(refresh_report)

@@ -680,7 +680,7 @@ def main() -> None:
         )
         # Workers that never derived the pairs (restarted, as after a deploy; or the other
         # worker): the queue and the gold page read the shares stored by the first one
-        # (annotate.stored_shares) instead of deriving every pair.
+        # (annotate.gold.selectors, annotate.common.computed) instead of deriving every pair.
         restart_workers(server)
         restarted = [timed(lambda url=url: lead.get(url), n=1)[0][0] for url in QUEUE_AND_GOLD]
         rows.append(

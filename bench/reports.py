@@ -99,11 +99,11 @@ def measure() -> None:
         "adjudication queue": reverse("adjudication_queue", kwargs={"slug": SLUG}),
         "judge run": reverse("judge_run", kwargs={"slug": SLUG, "run_pk": run.pk}),
     }
-    from annotate import report_cache
+    from annotate.common import computed
 
     print(f"{Answer.objects.filter(project=project).count():,} answers")
     print(f"{'page':<20} {'first view':>10} {'on screen':>10} {'later views':>12} {'HTML':>9}")
-    report_cache.clear()
+    computed.clear()
     worker = start_worker()
     try:
         for name, url in pages.items():

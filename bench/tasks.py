@@ -64,12 +64,14 @@ def main() -> None:
     from django.db import connection
     from django_tasks_db.models import DBTaskResult
 
+    from annotate.common import computed
     from annotate.gold.exports import gold_size, start_gold_export
     from annotate.members.services import add_member
+    from annotate.models import ComputedReport
     from annotate.projects.opening import open_labelling
     from annotate.projects.services import allow_creating_projects
-    from jobs import accept, reports, services
-    from jobs.models import Job, StoredReport
+    from jobs import accept, services
+    from jobs.models import Job
 
     print(f"database: {connection.vendor}; load average at start: {os.getloadavg()}")
     lead = get_user_model().objects.create_user("bench-lead")
@@ -140,14 +142,14 @@ def main() -> None:
 
         before = DBTaskResult.objects.count()
         queued = time.perf_counter()
-        first = reports.read(project=project, kind=reports.Kind.AGREEMENT)
+        first = computed.read(project, "agreement")
         assert first.pending and DBTaskResult.objects.count() == before + 1
-        while not StoredReport.objects.filter(
+        while not ComputedReport.objects.filter(
             project=project, kind="agreement", result__isnull=False
         ).exists():
             time.sleep(0.2)
         done = time.perf_counter()
-        row = StoredReport.objects.get(project=project, kind="agreement")
+        row = ComputedReport.objects.get(project=project, kind="agreement")
         print(
             f"agreement report task: {done - queued:.1f} s wall (computing {row.seconds:.1f} s); "
             f"page views then read it in one lookup; worker peak RSS "

@@ -347,14 +347,10 @@ CLAIMDESK_WORKER_MAX_MEMORY_MB = int(os.environ.get("CLAIMDESK_WORKER_MAX_MEMORY
 # machine: 20,000 rows take 2-3 s, and several times that on a busy server is still far inside
 # gunicorn's and a proxy's timeouts, while a 110,000-row set (12 s idle) is not.
 CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_ROWS", "20000"))
-# Reports (agreement, evaluation, calibration) are stored per state of the labels. The first
-# one of a project with a gold set up to this size is computed in the request; a larger one by
-# a worker while the page waits.
+# Reports (agreement, evaluation, calibration) are stored per project revision
+# (annotate.common.computed). The first one of a project with a gold set up to this size is
+# computed in the request; a larger one by a worker while the page waits.
 CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_MAX_ROWS", "20000"))
-# A stored report older than this is computed again when it is next read, though its data
-# version says nothing changed: an edit made behind the application's back (a label changed in
-# the Django admin, an UPDATE in SQL) moves no data version. Shown meanwhile.
-CLAIMDESK_REPORT_MAX_AGE_SECONDS = int(os.environ.get("CLAIMDESK_REPORT_MAX_AGE_SECONDS", "3600"))
 # Who may create projects: staff and users with the "Can add project" permission
 # (annotate.add_project), or every signed-in user when this is on (annotate.projects.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")

@@ -15,5 +15,5 @@ the drift alarm), intervals, caveats.
 
 The rule for pages: a page of a report sits in views/; a capability with its own import and
 pages (judges) is a package holding both. Every module here but the pages, the API and the
-app's plumbing counts in the code version of stored reports (jobs.reports.code_sources).
+app's plumbing counts in the code version of stored reports (annotate.common.computed.code_sources).
 """

@@ -26,15 +26,16 @@ from annotate.api.base import (
     upload_file,
     upload_lines,
 )
+from annotate.common import computed
 from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.imports.lines import BundleInvalid
 from evaluation.judges.runs import import_judge_run, self_judged_counts
 from evaluation.models import JudgeRun
+from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
 from evaluation.reports.evaluation import evaluate
 from evaluation.reports.limits import variant_limits
-from jobs import reports as stored_reports
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202
 
@@ -290,7 +291,7 @@ class Agreement(LeadView):
     )
     def get(self, request, slug):
         filters = query(AgreementQuerySerializer, request)
-        stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.AGREEMENT)
+        stored = computed.read(self.project, AGREEMENT)
         if stored.pending:
             return being_computed()
         report = stored.result
@@ -319,7 +320,7 @@ class Evaluation(LeadView):
         stored = None
         if "k" not in request.query_params and not filters.get("variant"):
             # The default report is the one the page shows: stored per state of the labels.
-            stored = stored_reports.read(project=self.project, kind=stored_reports.Kind.EVALUATION)
+            stored = computed.read(self.project, EVALUATION)
             if stored.pending:
                 return being_computed()
             # Shared with this process's other readers: what is changed below is copied.
@@ -516,11 +517,7 @@ class Calibration(JudgeRunView):
     def get(self, request, slug, run_id):
         filters = query(CalibrationQuerySerializer, request)
         run = self.run(run_id)
-        stored = stored_reports.read(
-            project=self.project,
-            kind=stored_reports.Kind.CALIBRATION,
-            key=f"{run.pk}:{filters['split']}",
-        )
+        stored = computed.read(self.project, CALIBRATION, f"{run.pk}:{filters['split']}")
         if stored.pending:
             return being_computed()
         return with_freshness(Response(stored.result), stored)

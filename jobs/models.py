@@ -1,5 +1,5 @@
 """What background work leaves in the database: one Job per import or export a person asked
-for, and one StoredReport per report computed by a worker.
+for.
 
 A Job is the record people and scripts poll: what was asked (kind, project, file, parameters),
 how far it got (stage, lines read, rows written, a heartbeat while it runs), and how it ended
@@ -206,60 +206,3 @@ WRITE_SHARE = {
     "written": 0.95,
 }
 
-
-class OrderedJSONField(models.JSONField):
-    """JSON kept as written, key order included: PostgreSQL's jsonb (JSONField's type there)
-    reorders an object's keys by length, so a report read back listed its variants, slices and
-    stages in another order than it was computed in, and a page showed them so. Stored in a
-    ``json`` column on PostgreSQL, which keeps the text; nothing queries inside it."""
-
-    def db_type(self, connection):
-        return "json" if connection.vendor == "postgresql" else super().db_type(connection)
-
-    def get_db_prep_value(self, value, connection, prepared=False):
-        if connection.vendor != "postgresql" or value is None:
-            return super().get_db_prep_value(value, connection, prepared)
-        from psycopg.types.json import Json
-
-        return Json(value if prepared else self.get_prep_value(value))
-
-    def from_db_value(self, value, expression, connection):
-        if value is not None and not isinstance(value, str):
-            return value  # psycopg decodes a json column itself, keeping the order
-        return super().from_db_value(value, expression, connection)
-
-
-class StoredReport(models.Model):
-    """A report computed once per state of a project's labels (its fingerprint) and read by
-    every page view until the labels change. `key` names the variant of the report (a judge
-    run and split for calibration)."""
-
-    class Kind(models.TextChoices):
-        AGREEMENT = "agreement", "Agreement"
-        EVALUATION = "evaluation", "Evaluation"
-        CALIBRATION = "calibration", "Calibration"
-        COMPARISON = "comparison", "Comparison of two variants"
-
-    project = models.ForeignKey(
-        "annotate.Project", on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    kind = models.CharField(max_length=20, choices=Kind)
-    key = models.CharField(max_length=200, blank=True)
-    fingerprint = models.CharField(max_length=64, blank=True)
-    result = OrderedJSONField(null=True, blank=True)
-    computed_at = models.DateTimeField(null=True, blank=True)
-    seconds = models.FloatField(null=True, blank=True, help_text="How long it took to compute.")
-    # The statistics code that computed it (jobs.reports.CODE_VERSION): a report of other code
-    # may have another shape, so it is never shown while the current code recomputes it.
-    code_version = models.CharField(max_length=12, blank=True)
-    # The fingerprint a worker was asked to compute, and when: one request per new state.
-    wanted = models.CharField(max_length=64, blank=True)
-    wanted_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "kind", "key"], name="one_stored_report")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} of {self.project_id} {self.key}".strip()

@@ -1,4 +1,4 @@
-"""The task functions workers run. Thin: each names a job (or a report) by id, and the
+"""The task functions workers run. Thin: each names a job by id, and the
 services do the work, so the same code runs under any backend and in tests. run_job runs a
 job of any kind: what each kind does is registered by its app's tasks module (jobs.kinds)."""
 
@@ -11,10 +11,3 @@ from jobs.framework import task
 @task
 def run_job(job_id: str) -> None:
     services.run(job_id)
-
-
-@task
-def refresh_report(project_id: int, kind: str, key: str) -> None:
-    from jobs import reports
-
-    reports.refresh(project_id=project_id, kind=kind, key=key)

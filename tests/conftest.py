@@ -281,16 +281,15 @@ def may_create_projects(*users):
 
 @pytest.fixture(autouse=True)
 def _fresh_report_cache():
-    """Reports are kept per process by data version (annotate.report_cache) and stored ones
-    decoded once (jobs.reports); each test starts with none kept, so no test reads another's."""
-    from annotate import report_cache
-    from jobs import reports
+    """Reports are kept per process by revision and stored ones decoded once
+    (annotate.common.computed); each test starts with none kept, so no test reads another's."""
+    from annotate.common import computed
 
-    report_cache.clear()
-    reports.forget_decoded()
+    computed.clear()
+    computed.forget_decoded()
     yield
-    report_cache.clear()
-    reports.forget_decoded()
+    computed.clear()
+    computed.forget_decoded()
 
 
 def gold_for_every_answer(project: Project, *, note: str = "") -> list[bytes]:

@@ -37,19 +37,9 @@ APPS = ("annotate", "evaluation")
 # and __init__ imports the client. The usual idiom, in a distribution of its own.
 NOT_A_CYCLE = {("claimdesk_client.client", "claimdesk_client")}
 
-# TEMPORARY -- moved out of jobs by the reports work (#35.2): jobs.reports, the StoredReport
-# model (jobs.models.OrderedJSONField) and jobs.tasks.refresh_report, annotate.stored_shares
-# and the report-reading parts of evaluation's judge pages still import late (and jobs.reports
-# imports the apps) until that work replaces them. Each entry: module -> the functions whose
-# imports are let through ("*": the whole module, jobs' rule included). Delete an entry when
-# its code goes; an entry that no longer matches anything lets nothing through.
-REPORTS_WORK = {
-    "jobs.reports": {"*"},
-    "jobs.tasks": {"refresh_report"},
-    "jobs.models": {"OrderedJSONField.get_db_prep_value"},
-    "annotate.stored_shares": {"*"},
-    "evaluation.judges.views": {"*"},
-}
+# Imports let through, by module -> the functions whose imports pass ("*": the whole module,
+# jobs' rule included). Empty: it held the report code that #35.2 moved out of jobs.
+REPORTS_WORK: dict[str, set[str]] = {}
 
 
 @dataclass(frozen=True)

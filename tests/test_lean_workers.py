@@ -143,9 +143,9 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     numpy, scipy, scikit-learn or pandas: a run's page imported them all (76 -> 198 MB, and
     1.7 s, on its first view at 10,000 answers) to show what was stored. The API's answers
     of the same reports, likewise."""
+    from annotate.common import computed
     from annotate.gold.splits import DEFAULT_SPLIT
     from evaluation.judges.runs import import_judge_run
-    from jobs import reports
     from tests.conftest import FIXTURES, labelled_demo
     from tests.workers import child_env
 
@@ -154,7 +154,7 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
         run = import_judge_run(lines=stream, project=project).run
     stored = {"agreement": "", "evaluation": "", "calibration": f"{run.pk}:{DEFAULT_SPLIT}"}
     for kind, key in stored.items():
-        reports.refresh(project_id=project.pk, kind=kind, key=key)
+        computed.refresh(project_id=project.pk, kind=kind, key=key)
     urls = {
         "agreement": reverse("agreement", kwargs={"slug": project.slug}),
         "evaluation": reverse("evaluation:report", kwargs={"slug": project.slug}),

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate.common import safe_json
+from annotate.common import computed, safe_json
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
 from annotate.imports.records import quote_occurs
@@ -317,6 +317,7 @@ def adjudicate(
     )
     lock.version += 1
     lock.save(update_fields=["version"])
+    computed.touch(answer.project_id, answers=[answer.pk])
     return lock
 
 

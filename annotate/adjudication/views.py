@@ -11,13 +11,14 @@ from django.views.decorators.http import require_http_methods
 
 from annotate.adjudication import queue, selectors, services
 from annotate.adjudication.forms import QueueFilterForm
+from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
 from annotate.gold.selectors import pair_summary
 from annotate.models import Role
-from annotate.report_cache import reports_of
+from annotate.report_kinds import QUEUE
 
 QUEUE_PAGE = 50
 
@@ -32,9 +33,10 @@ def adjudication_queue(request, project, role):
     decidable += list(answer_fields(schema))
     form = QueueFilterForm(request.GET, fields=[(f, selectors.field_word(f)) for f in decidable])
     filters = form.filters()
-    key = ("adjudication-queue", filters["slice"], filters["field"])
+    key = (filters["slice"], filters["field"])
     reports = reports_of(project)
     disagreements = reports.get(
+        QUEUE,
         key,
         lambda: queue.adjudication_queue(
             project, summary=pair_summary(project, reports), **filters
@@ -166,7 +168,8 @@ def _queue_ahead(project, number: int) -> list[tuple[int, int]]:
     """(answer pk, task number) of the queue's first items other than `number`."""
     reports = reports_of(project)
     disagreements = reports.get(
-        ("adjudication-queue", None, None),
+        QUEUE,
+        (None, None),
         lambda: queue.adjudication_queue(project, summary=pair_summary(project, reports)),
     )
     ahead = [(d.answer_pk, d.task_number) for d in disagreements if d.task_number != number]

@@ -24,10 +24,11 @@ from annotate.api.base import (
     responses,
 )
 from annotate.api.tasks import NUMBER, CitationSerializer, PassageSerializer
+from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ADJUDICATED, AGREED, ANSWER_FIELDS, CLAIM_FIELDS, PENDING, UNION
 from annotate.gold.selectors import pair_summary
-from annotate.report_cache import reports_of
+from annotate.report_kinds import QUEUE
 
 SLICE_CHOICES = ["answerable", "unanswerable", "adversarial"]
 
@@ -173,9 +174,10 @@ class AdjudicationQueue(ListView, LeadView):
     def get_queryset(self):
         filters = query(QueueFilterSerializer, self.request)
         chosen = {"slice": filters.get("slice"), "field": filters.get("field")}
-        key = ("adjudication-queue", chosen["slice"], chosen["field"])
+        key = (chosen["slice"], chosen["field"])
         reports = reports_of(self.project)
         return reports.get(
+            QUEUE,
             key,
             lambda: adjudication_queue(
                 self.project, summary=pair_summary(self.project, reports), **chosen

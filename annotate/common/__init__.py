@@ -7,5 +7,7 @@
 - safe_json: strict JSON parsing for uploads and API bodies
 - csvsafe: CSV cells a spreadsheet will not run as formulas
 - paging: one page of a long table, with links to its neighbours
+- computed: computed reports, stored and kept per revision, and the one rule for staleness
+  (the apps register their kinds in their report_kinds modules)
 - markdown, docs_views: the format docs (docs/*.md) as pages
 """

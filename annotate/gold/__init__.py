@@ -15,5 +15,5 @@ derived where it is read (nothing here is stored), and the gold set's page and e
 
 The adjudication queue, read from the same summary, is annotate.adjudication.queue. Every
 module but selectors, exports, views and forms is part of the digest that dates stored
-reports (jobs.reports.code_sources).
+reports (annotate.common.computed.code_sources).
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count
 
 from annotate.gold.pairs import (
     ADJUDICATED,
@@ -21,7 +21,7 @@ from annotate.gold.pairs import (
     row_state,
 )
 from annotate.gold.splits import judge_split
-from annotate.models import Answer, Assignment, Decision, Project
+from annotate.models import Answer, Assignment, Project
 
 # How serious a disagreement is, for ordering the adjudication queue: a flip between
 # supported and contradicted matters more than one between supported and not-found.
@@ -168,36 +168,20 @@ def summary_of(shares: dict[int, AnswerShare]) -> PairSummary:
     return summary
 
 
-def label_states(project: Project) -> dict[int, tuple]:
-    """Every doubly-labelled answer of the project (by pk) with a key that changes whenever
-    its share may; the key starts with the answer's number of submitted label sets. A share
-    is derived from the answer's submitted label sets and its decisions (its claims, schema
-    and case are the project's content: see annotate.report_cache). A label set changes only
-    by being reopened (it leaves the submitted count) and submitted again (its revision
-    rises); label sets are added as assignments; decisions are never updated, only added.
-    Two queries, bounded by the project's submitted assignments and decisions."""
-    decided = {
-        answer_id: (n, last)
-        for answer_id, n, last in Decision.objects.filter(answer__project=project)
-        .values("answer_id")
-        .annotate(n=Count("pk"), last=Max("pk"))
-        .order_by()
-        .values_list("answer_id", "n", "last")
-    }
+def label_states(project: Project) -> dict[int, tuple[int, int]]:
+    """Every doubly-labelled answer of the project (by pk) with (its number of submitted
+    label sets, its revision). A share is derived from the answer's submitted label sets and
+    its decisions, its claims, case and the schema: every write of those moves the answer's
+    revision (annotate.common.computed.touch), so a share is current while it holds. One
+    query, bounded by the project's submitted assignments."""
     rows = (
         Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
-        .values("answer_id")
-        .annotate(
-            n=Count("pk"),
-            pks=Sum("pk"),
-            last=Max("pk"),
-            revisions=Sum("revision"),
-            latest=Max("revision"),
-        )
+        .values("answer_id", "answer__revision")
+        .annotate(n=Count("pk"))
         .filter(n__gte=2)
         .order_by()
     )
     return {
-        row[0]: (*row[1:], decided.get(row[0]))
-        for row in rows.values_list("answer_id", "n", "pks", "last", "revisions", "latest")
+        pk: (n, revision)
+        for pk, revision, n in rows.values_list("answer_id", "answer__revision", "n")
     }

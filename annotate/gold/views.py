@@ -9,13 +9,13 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from annotate.common.computed import reports_of
 from annotate.common.jsonl import jsonl
 from annotate.common.roles import project_view
 from annotate.gold import exports
 from annotate.gold.forms import GoldExportForm
 from annotate.gold.selectors import imported_alone, pair_summary
 from annotate.models import Role
-from annotate.report_cache import reports_of
 
 
 @require_http_methods(["GET"])
@@ -24,7 +24,7 @@ def gold_page(request, project, role):
     """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
     and the download's filters."""
     form = GoldExportForm(request.GET or None)
-    reports = reports_of(project)  # the data version read once for both
+    reports = reports_of(project)  # the revision read once for both
     return render(
         request,
         "annotate/gold.html",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from django.db import transaction
 
-from annotate.common import bulk, collector, safe_json
+from annotate.common import bulk, collector, computed, safe_json
 from annotate.common.errors import ServiceError
 from annotate.imports.bundle_plan import (
     DeletionsNotConfirmed,
@@ -140,6 +140,8 @@ def import_bundle(
             result.label_schema_change = (schema_before, bundle.label_schema)
         write_import(project, bundle, existing, plan, result, progress)
         result.counts["claim"]["unchanged"] = _claims_kept(bundle, existing, plan)
+        # Cases, claims, variants or the schema may have changed under any answer.
+        computed.touch(project, content=True, answers=computed.ALL)
         _maintain(result)
     return result
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 
-from annotate.common import bulk, collector
+from annotate.common import bulk, collector, computed
 from annotate.imports.label_lines import (
     ANSWER_LABEL_FIELDS,
     LINE_CHUNK,
@@ -276,6 +276,7 @@ def _write(
                 claim_count=sum(len(item.claims) for item in pending),
                 replaced_count=sum(item.replaces for item in pending),
             )
+            computed.touch(project)
             replaced = [item.answer_pk for item in pending if item.replaces]
             for start in range(0, len(replaced), 500):  # SQLite caps a query's parameters
                 chunk = replaced[start : start + 500]

@@ -11,7 +11,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
-from annotate.common import bulk, collector
+from annotate.common import bulk, collector, computed
 from annotate.imports.label_lines import (
     ANSWER_LABEL_FIELDS,
     CLAIM_LABEL_FIELDS,
@@ -230,6 +230,7 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
                 taken_at=now,
                 touched_at=now,  # auto_now_add stamped each row as it was created
             )
+        computed.touch(project, answers=holding)
         full = [pk for pk, n in holding.items() if n >= project.overlap]
         for start in range(0, len(full), 500):
             Answer.objects.filter(pk__in=full[start : start + 500]).update(full=True)

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotate.common import computed
 from annotate.common.errors import ServiceError
 from annotate.imports.records import quote_occurs
 from annotate.models import (
@@ -500,6 +501,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     assignment.undo_until = now + reopen_window()
     assignment.revision += 1
     assignment.save()
+    computed.touch(assignment.project_id, answers=[assignment.answer_id])
     LabelRevision.objects.create(
         assignment=assignment,
         number=assignment.revision,
@@ -552,4 +554,5 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
     assignment.touched_at = timezone.now()
     assignment.undo_until = None
     assignment.save(update_fields=["status", "touched_at", "undo_until"])
+    computed.touch(assignment.project_id, answers=[assignment.answer_id])
     return assignment

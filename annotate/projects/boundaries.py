@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
+from annotate.common import computed
 from annotate.common.errors import ServiceError
 from annotate.imports.claims import strip_markers
 from annotate.models import Answer, Citation, Claim, Passage, Project
@@ -47,6 +48,8 @@ def _locked_answer(answer_pk: int) -> tuple[Answer, list[Claim]]:
     project = Project.objects.select_for_update().get(pk=answer.project_id)
     if project.state != Project.State.DRAFT:
         raise ServiceError(LOCKED)
+    # Every caller goes on to change this answer's claims, in this transaction.
+    computed.touch(project, content=True, answers=[answer.pk])
     claims = list(Claim.objects.filter(answer=answer).order_by("ordinal"))
     return answer, claims
 

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from annotate.common import bulk
+from annotate.common import bulk, computed
 from annotate.common.errors import ServiceError
 from annotate.models import Answer, Assignment, Project
 
@@ -77,6 +77,8 @@ def open_labelling(*, project: Project) -> Project:
     project.state = Project.State.OPEN
     project.opened_at = timezone.now()
     project.save(update_fields=["state", "opened_at"])
+    # No answer's share of the pair summary moves: none has two submitted label sets yet.
+    computed.touch(project, content=True)
     return project
 
 

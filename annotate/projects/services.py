@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
+from annotate.common import computed
 from annotate.common.errors import ServiceError
 from annotate.models import Project
 from annotate.schema import LabelSchema
@@ -25,6 +26,7 @@ def update_guidelines(*, project: Project, guidelines: str, overlap: int | None 
         project.overlap = overlap
     project.guidelines = guidelines
     project.save(update_fields=["guidelines", "overlap"])
+    computed.touch(project)
     return project
 
 
@@ -37,6 +39,7 @@ def set_label_schema(*, project: Project, schema: LabelSchema) -> Project:
         raise ServiceError("The label schema is locked once labelling opens.")
     project.label_schema = schema.as_dict()
     project.save(update_fields=["label_schema"])
+    computed.touch(project, content=True, answers=computed.ALL)
     return project
 
 

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.pages import go, posted, render_page
 from annotate.common.roles import project_view
@@ -33,7 +34,7 @@ from annotate.projects.selectors import (
     setup_summary,
 )
 from annotate.projects.services import set_label_schema, update_guidelines
-from annotate.report_cache import reports_of
+from annotate.report_kinds import BLINDING
 
 ANSWERS_PER_PAGE = 50
 
@@ -75,9 +76,7 @@ def _setup_page(request, project, role, schema_form, status=200):
             "current": "setup",
             # Four scans of the project's answers, claims and citations (0.5-0.8 s at 10,000
             # answers): kept until they change, whatever reviewers submit meanwhile.
-            "blinding": reports_of(project).get(
-                "blinding", lambda: blinding_check(project), labels=False
-            ),
+            "blinding": reports_of(project).get(BLINDING, "", lambda: blinding_check(project)),
             "blinding_flag_at": round(blinding.FLAG_AT * 100),
             "schema_form": schema_form,
         },

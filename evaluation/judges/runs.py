@@ -23,7 +23,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from annotate.common import bulk, collector, safe_json
+from annotate.common import bulk, collector, computed, safe_json
 from annotate.imports.bundles import MAX_ID, MAX_SHORT_TEXT, MAX_TEXT
 from annotate.imports.lines import BundleError, BundleInvalid, JsonLines, kind_of, too_long
 from annotate.imports.records import quote_occurs
@@ -481,6 +481,7 @@ def import_judge_run(
         result.quotes_not_found += found is False
         result.self_judged += same_model(record.model, generator or "")
     bulk.insert_rows(Verdict, VERDICT_COLUMNS, rows)
+    computed.touch(project)
     bulk.after_commit(analyze=[Verdict])
     return result
 

@@ -4,11 +4,11 @@ comparing two runs, one answer as judge and gold see it, and the few-shot downlo
 Thin views: parse the request, call evaluation.judges.runs (writes) or evaluation.reports
 (reads), render. Every page is lead-only; anyone else gets 404 from `project_view`.
 
-A run's page and its JSON show the calibration a worker stored (jobs.reports): they import
-no statistics library. judge_reports (numpy, scipy, scikit-learn) is imported by the views
-that compute in the request -- a comparison, one answer's detail, the few-shot file -- when
-first called: a web worker that only showed a run's page went from 76 to 198 MB, and its
-first view took 1.7 s, importing them.
+A run's page and its JSON show the calibration a worker stored (annotate.common.computed):
+they import no statistics library. judge_reports (numpy, scipy, scikit-learn) is imported by
+the views that compute in the request -- a comparison, one answer's detail, the few-shot
+file -- when first called: a web worker that only showed a run's page went from 76 to
+198 MB, and its first view took 1.7 s, importing them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpRespon
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotate.common import csvsafe
+from annotate.common import computed, csvsafe
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.models import Answer, Role
@@ -28,10 +28,10 @@ from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 from evaluation.judges.list_views import CompareForm, SplitForm
 from evaluation.models import JudgeRun
+from evaluation.report_kinds import CALIBRATION
 from evaluation.reports import charts
 from evaluation.reports.tables import csv_value
 from evaluation.views.agreement import short_label
-from jobs import reports as stored_reports
 
 
 def _run_or_404(project, run_pk: int) -> JudgeRun:
@@ -231,7 +231,7 @@ def judge_run(request, project, role, run_pk):
     split_form = SplitForm(request.GET or None)
     split = split_form.chosen_split()
     stored = _calibration(project, run, split)
-    answer = stored_reports.pending_answer(
+    answer = computed.pending_answer(
         request,
         stored,
         project=project,
@@ -324,11 +324,10 @@ def judge_run_json(request, project, role, run_pk):
     return JsonResponse(stored.result, json_dumps_params={"ensure_ascii": False, "indent": 2})
 
 
-def _calibration(project, run: JudgeRun, split: str) -> stored_reports.Stored:
-    """The run's calibration on `split`, as stored for the labels as they are (jobs.reports)."""
-    return stored_reports.read(
-        project=project, kind=stored_reports.Kind.CALIBRATION, key=f"{run.pk}:{split}"
-    )
+def _calibration(project, run: JudgeRun, split: str) -> computed.Stored:
+    """The run's calibration on `split`, as stored for the project's revision
+    (annotate.common.computed)."""
+    return computed.read(project, CALIBRATION, f"{run.pk}:{split}")
 
 
 @require_GET
@@ -338,6 +337,7 @@ def judge_compare(request, project, role):
     form = CompareForm(request.GET or None, runs=runs)
     comparison = None
     if form.is_valid():
+        # late import: heavy library (memory) -- numpy and scikit-learn, through the report
         from evaluation.reports.judge_comparison import compare_runs
 
         comparison = compare_runs(
@@ -363,6 +363,7 @@ def judge_answer(request, project, role, run_pk, answer_pk):
     answer = Answer.objects.filter(project=project, pk=answer_pk).select_related("case").first()
     if answer is None:
         raise Http404("Not found")
+    # late import: heavy library (memory) -- numpy and scikit-learn, through the report
     from evaluation.reports.answer_detail import answer_detail
 
     detail = answer_detail(run=run, answer=answer)
@@ -376,6 +377,7 @@ def judge_answer(request, project, role, run_pk, answer_pk):
 @require_GET
 @project_view(Role.LEAD)
 def judge_few_shot(request, project, role):
+    # late import: heavy library (memory) -- numpy and scikit-learn, through the report
     from evaluation.reports.few_shot import few_shot_examples
 
     examples = few_shot_examples(project)

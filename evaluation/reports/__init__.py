@@ -1,6 +1,7 @@
 """The reports, one module per report or per part of one; each reads the project once and
 hands the statistics modules (evaluation.metrics, agreement, calibration ...) plain arrays.
-Every module here counts in the code version of stored reports (jobs.reports.code_sources).
+Every module here counts in the code version of stored reports
+(annotate.common.computed.code_sources).
 
 The evaluation report of variants:
 - dataset: the project's data as the report reads it (load), its slices

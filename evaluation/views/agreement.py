@@ -8,13 +8,13 @@ import json
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from annotate.common import csvsafe
+from annotate.common import computed, csvsafe
 from annotate.common.roles import project_view
 from annotate.models import Role
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
+from evaluation.report_kinds import AGREEMENT
 from evaluation.reports import charts
-from jobs import reports as stored_reports
 
 FIELD_TITLES = {
     "support": "Support",
@@ -132,10 +132,10 @@ def _kappa_chart(title: str, rows: list[dict]):
 
 @project_view(Role.LEAD)
 def agreement(request, project, role):
-    """The report (stored per state of the labels, jobs.reports), as a page or as its JSON
-    or CSV download."""
-    stored = stored_reports.read(project=project, kind=stored_reports.Kind.AGREEMENT)
-    answer = stored_reports.pending_answer(
+    """The report (stored per revision of the project, annotate.common.computed), as a page
+    or as its JSON or CSV download."""
+    stored = computed.read(project, AGREEMENT)
+    answer = computed.pending_answer(
         request, stored, project=project, role=role, title="Reviewer agreement", current="agreement"
     )
     if answer is not None:

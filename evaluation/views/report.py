@@ -1,6 +1,6 @@
 """Lead-only evaluation report: one page, six sections, every table also as CSV.
 
-The report is the one stored per state of the project's data (jobs.reports, as the API reads
+The report is the one stored per revision of the project (annotate.common.computed, as the API reads
 it): a small project's is computed in the request, a large one's by a worker, and until the
 first one is there the page says it is being computed. The view parses the GET parameters
 (which two variants to compare, k, the latency budget and the unsupported-answer limit) and
@@ -21,11 +21,12 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from annotate.common import csvsafe
+from annotate.common.computed import pending_answer, reports_of
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.models import Answer, Role, Variant
-from annotate.report_cache import reports_of
 from evaluation.intervals import bounded_mean_interval, wilson_interval
+from evaluation.report_kinds import COMPARISON, EVALUATION, comparison_key
 from evaluation.reports import charts
 from evaluation.reports.comparison import COMPARE_METRICS, DEFAULT_COMPARE_K
 from evaluation.reports.evaluation import STAGE_ROWS
@@ -38,7 +39,6 @@ from evaluation.reports.tables import (
     report_tables,
     text_value,
 )
-from jobs import reports as stored_reports
 
 # Long, case-by-case tables start folded; their counts are in the tables above them.
 COLLAPSED = frozenset({"diagnosis"})
@@ -126,29 +126,28 @@ def report(request, project, role):
     """The report: charts and aggregate tables first, then the per-case tables a page at a
     time (filterable; an htmx request for one of them gets that table alone). Every table's
     CSV is the full table. What the page derives from the stored report (tables, charts) is
-    kept in this process (annotate.report_cache) under the stored report's date, so a later
+    kept in this process (annotate.common.computed) under the project's revision, so a later
     view, another page of a table or a CSV costs no recomputation."""
-    stored = stored_reports.read(project=project, kind=stored_reports.Kind.EVALUATION)
-    answer = stored_reports.pending_answer(
+    reports = reports_of(project)
+    stored = reports.read(EVALUATION)
+    answer = pending_answer(
         request, stored, project=project, role=role, title="Evaluation report", current="evaluation"
     )
     if answer is not None:
         return answer
     result = stored.result
-    reports = reports_of(project, version=stored.version)
     names = list(result["variants"])
     params = parse_params(request.GET, names)
     comparison = compared = None
     variant_pks = reports.get(
         "variant-pks",
+        "",
         lambda: dict(Variant.objects.filter(project=project).values_list("name", "pk")),
     )
     # (A report from before a re-import can name a variant that is gone: no comparison then.)
     if params.a in variant_pks and params.b in variant_pks and params.a != params.b:
-        key = stored_reports.comparison_key(variant_pks[params.a], variant_pks[params.b], params.k)
-        compared = stored_reports.read(
-            project=project, kind=stored_reports.Kind.COMPARISON, key=key, version=stored.version
-        )
+        key = comparison_key(variant_pks[params.a], variant_pks[params.b], params.k)
+        compared = reports.read(COMPARISON, key)
         comparison = compared.result  # None while a worker computes the first one
     limits = variant_limits(
         result,
@@ -156,13 +155,14 @@ def report(request, project, role):
         unsupported_limit=params.unsupported_limit,
     )
     tables = {
-        **reports.get(("evaluation-tables", stored.computed_at), lambda: report_tables(result)),
+        **reports.get("evaluation-tables", stored.computed_at, lambda: report_tables(result)),
         "variants": limits_table(result, limits),
     }
     if comparison is not None:
         tables.update(
             reports.get(
-                ("comparison-tables", params.a, params.b, params.k, compared.computed_at),
+                "comparison-tables",
+                (params.a, params.b, params.k, compared.computed_at),
                 lambda: {**comparison_tables(comparison), **case_transitions(comparison)},
             )
         )
@@ -175,6 +175,7 @@ def report(request, project, role):
 
     answer_pks = reports.get(
         "answer-pks",
+        "",
         lambda: dict(Answer.objects.filter(project=project).values_list("answer_id", "pk")),
     )
     shown = TableContext(request, project.slug, answer_pks, names)
@@ -201,7 +202,7 @@ def report(request, project, role):
         "variants": list(result["variants"].values()),
         "sections": sections,
         "charts": reports.get(
-            ("charts", params.k, stored.computed_at), lambda: _charts(result, params.k)
+            "charts", (params.k, stored.computed_at), lambda: _charts(result, params.k)
         ),
         "params": params,
         "comparison": comparison,

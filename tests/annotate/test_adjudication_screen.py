@@ -285,11 +285,11 @@ def test_the_queue_is_paginated_with_links_that_keep_the_filters(client, demo, l
 def test_the_queue_page_has_a_fixed_number_of_queries(
     client, demo, lead, django_assert_max_num_queries
 ):
-    from annotate import report_cache
+    from annotate.common import computed
 
     client = login(client, lead)
     client.get(queue_url(demo))
-    report_cache.clear()
+    computed.clear()
     # computed: session, user, role, data version (2), the answers' label states (2), their
     # cases and pairs (4 a chunk: one chunk here) and the queue's answers (1)
     with django_assert_max_num_queries(12):

@@ -503,16 +503,16 @@ def test_the_api_imports_gold_as_a_job(led, lead):
     assert failed["status"] == "failed" and failed["errors"] == ["line 1: unknown answer_id 'nope'"]
 
 
-def test_importing_gold_changes_the_data_version_and_every_report_with_it(led, client):
-    """Reports are kept per data version (annotate.report_cache): gold imported after a
+def test_importing_gold_changes_the_revision_and_every_report_with_it(led, client):
+    """Reports are kept per project revision (annotate.common.computed): gold imported after a
     report was computed makes it recompute, here the agreement page's imported count."""
-    from annotate.report_cache import data_version
+    from annotate.common.computed import revisions
 
     url = "/p/halu/agreement/"
     before = client.get(url).content.decode()
     assert "imported gold" not in before
-    version = data_version(led)
+    version = revisions(led)
     _import(led)
-    assert data_version(led) != version
+    assert revisions(led) != version
     after = html.unescape(client.get(url).content.decode())
     assert "24 answers (67 claims) have imported gold from 'halu-bench'" in after

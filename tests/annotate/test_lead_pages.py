@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotate import report_cache
+from annotate.common import computed
 from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import Answer, Assignment, Case, Claim, Membership, Passage, Project, Role
 from annotate.projects.opening import open_labelling
@@ -342,7 +342,7 @@ def test_setup_query_count_does_not_grow_with_reviewers_or_answers(
     url = reverse("project_setup", kwargs={"slug": team.slug})
     login(client, lead)
     _busy_reviewers(team, 1)
-    report_cache.clear()  # the blinding check is kept per data version: computed each time
+    computed.clear()  # the blinding check is kept per revision: computed each time
     with CaptureQueriesContext(connection) as few:
         client.get(url)
     _busy_reviewers(Project.objects.get(pk=team.pk), 0)
@@ -351,7 +351,7 @@ def test_setup_query_count_does_not_grow_with_reviewers_or_answers(
         add_member(project=team, username=user.username, role=Role.REVIEWER)
         for answer in team.answers.all():
             Assignment.objects.create(project=team, answer=answer, reviewer=user)
-    report_cache.clear()
+    computed.clear()
     with CaptureQueriesContext(connection) as many:
         client.get(url)
     assert len(many) == len(few)

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from annotate.management.commands.load_demo import load as load_demo
 from annotate.members.services import add_member
 from annotate.models import Project, Role
-from jobs.tasks import refresh_report
+from annotate.tasks import refresh_report
 from tests.browser.test_accessibility import violations
 from tests.conftest import login
 

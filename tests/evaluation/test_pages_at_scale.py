@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from django.urls import reverse
 
-from annotate import report_cache
+from annotate.common import computed
 from tests.conftest import PASSWORD
 from tests.evaluation.scale import build_scaled_project
 
@@ -153,7 +153,7 @@ def test_a_page_of_a_per_case_table_costs_the_same_queries_at_any_size(
 ):
     client.login(username=lead.username, password=PASSWORD)
     for project, run in projects.values():
-        report_cache.clear()
+        computed.clear()
         url = reverse("evaluation:report", args=[project.slug])
         client.get(url)  # computes and stores the report
         # session, user, role; the data version (2), the stored report and comparison

@@ -151,11 +151,11 @@ def test_the_page_reads_without_labels(client, reviewer_a, lead):
 def test_query_count_does_not_grow_with_the_answers(
     client, stages, lead, django_assert_max_num_queries
 ):
-    from annotate import report_cache
+    from annotate.common import computed
 
     client = as_user(client, lead)
     client.get(url(stages))  # warm the session
-    report_cache.clear()
+    computed.clear()
     # stored by the first view: the session, the user, the role, the data version (2), the
     # stored report and the stored comparison of two variants (each without its result, kept
     # decoded in this process); the answers' and the variants' ids (kept from then on)

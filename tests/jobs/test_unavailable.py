@@ -14,9 +14,10 @@ import pytest
 from django.db import close_old_connections, connection
 from django.test import Client
 
-from annotate.models import Membership
-from jobs import reports, services
-from jobs.models import Job, StoredReport
+from annotate.common import computed
+from annotate.models import ComputedReport, Membership
+from jobs import services
+from jobs.models import Job
 from tests.api import API, JSONL, token_client
 from tests.conftest import FIXTURES
 from tests.test_database_connections import terminate_backend
@@ -117,12 +118,12 @@ def test_a_report_page_shows_its_stale_report_when_no_worker_can_be_asked(
 
     settings.CLAIMDESK_TASKS = "immediate"  # computed and stored, then made stale
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
-    stored = reports.read(project=demo, kind=StoredReport.Kind.AGREEMENT)
+    stored = computed.read(demo, "agreement")
     n = stored.result["slices"]["all"]["support"]["n"]
-    StoredReport.objects.update(fingerprint="labels-changed-since")
+    computed.touch(demo)  # the labels change
     settings.CLAIMDESK_TASKS = "rq"
     settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend"}}
-    reports.forget_decoded()
+    computed.forget_decoded()
 
     page = browser(lead).get("/p/demo/agreement/")
     assert page.status_code == 200
@@ -131,7 +132,9 @@ def test_a_report_page_shows_its_stale_report_when_no_worker_can_be_asked(
     api = script(lead).get(f"{API}/projects/demo/agreement/")
     assert api.status_code == 200 and api["Report-Current"] == "false"
     assert api.json()["slices"]["all"]["support"]["n"] == n
-    assert StoredReport.objects.get().wanted_at is None  # the next reader asks again
+    assert (
+        ComputedReport.objects.get(kind="agreement").wanted_at is None
+    )  # the next reader asks again
 
 
 # --- The database connection killed mid-request ----------------------------------------------

@@ -15,10 +15,9 @@ from django_tasks_db.models import DBTaskResult
 
 from annotate.gold.exports import start_gold_export
 from annotate.models import Answer, Claim, Passage, Project
-from annotate.tasks import bundle_errors
+from annotate.tasks import bundle_errors, refresh_report
 from jobs import accept, services
 from jobs.models import Job
-from jobs.tasks import refresh_report
 from tests.workers import ROOT, child_env, wait_for, write_bundle
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -1,0 +1,126 @@
+"""The evaluation app's computed reports (annotate.common.computed): each stored with the
+project's revision and computed by a worker when the project is large. ``requires`` names the
+top-level keys the pages and the API read: a stored result without one of them is of another
+shape, and computed again.
+
+The statistics modules are imported by the functions that compute, when first called: this
+module is loaded at start-up by every process (annotate.apps), and a web worker that only
+shows stored reports must not carry numpy, scipy, scikit-learn and pandas
+(tests/test_lean_workers.py)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from annotate.common import computed
+from annotate.gold.exports import gold_size
+from annotate.models import Project, Variant
+from evaluation.models import JudgeRun
+
+AGREEMENT = "agreement"
+CALIBRATION = "calibration"
+EVALUATION = "evaluation"
+COMPARISON = "comparison"
+
+
+def _agreement(project: Project, key: str) -> dict:
+    from evaluation.reports.agreement import agreement_report  # late import: heavy library (memory)
+
+    return agreement_report(project)
+
+
+def calibration_key(run: JudgeRun, split: str) -> str:
+    return f"{run.pk}:{split}"
+
+
+def _calibration(project: Project, key: str) -> dict:
+    from evaluation.reports.calibration import (
+        calibration_report,
+    )  # late import: heavy library (memory)
+
+    run_id, split = key.split(":", 1)
+    run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
+    run.project = project
+    return calibration_report(run=run, split=split)
+
+
+def _evaluation(project: Project, key: str) -> dict:
+    from evaluation.reports.evaluation import evaluate  # late import: heavy library (memory)
+
+    return evaluate(project)
+
+
+def comparison_key(variant_a: int, variant_b: int, k: int) -> str:
+    """A comparison's key: the two variants' ids (names can be 200 characters each) and k."""
+    return f"{variant_a}:{variant_b}:{k}"
+
+
+def _comparison(project: Project, key: str) -> dict:
+    from evaluation.reports.comparison import compare  # late import: heavy library (memory)
+
+    a_pk, b_pk, k = (int(part) for part in key.split(":"))
+    names = dict(Variant.objects.filter(project=project).values_list("pk", "name"))
+    if a_pk not in names or b_pk not in names:
+        raise Variant.DoesNotExist(f"variant {a_pk} or {b_pk} is gone from the project")
+    return compare(project, names[a_pk], names[b_pk], k=k)
+
+
+def _refresh_evaluation(project: Project, key: str, revision: int) -> None:
+    """The evaluation, then the comparison of its first two variants that the page shows
+    beside it, from one read of the project (reading it is half of computing either): the
+    page has both as soon as this task is done, instead of asking for the comparison then."""
+    from evaluation.reports.comparison import (
+        DEFAULT_COMPARE_K,
+        compare,
+    )  # late import: heavy library (memory)
+    from evaluation.reports.dataset import load  # late import: heavy library (memory)
+    from evaluation.reports.evaluation import evaluate  # late import: heavy library (memory)
+
+    data = load(project)
+    computed.store(project, EVALUATION, key, revision, lambda: evaluate(project, data=data))
+    variants = list(data.variants.values())  # by name, as the page lists them
+    if len(variants) < 2:
+        return
+    a, b = variants[:2]
+    pair = comparison_key(a.pk, b.pk, DEFAULT_COMPARE_K)
+    if not computed.is_current(project, COMPARISON, pair, revision):
+        computed.store(
+            project,
+            COMPARISON,
+            pair,
+            revision,
+            lambda: compare(project, a.name, b.name, k=DEFAULT_COMPARE_K, data=data),
+        )
+
+
+def small(project: Project) -> bool:
+    """Whether a project's first report is computed in the request: its gold set holds up to
+    CLAIMDESK_REPORT_INLINE_MAX_ROWS rows (two counts)."""
+    return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
+
+
+computed.register(
+    AGREEMENT, compute=_agreement, small=small, requires=frozenset({"slices", "pairs"})
+)
+computed.register(
+    CALIBRATION,
+    compute=_calibration,
+    small=small,
+    requires=frozenset({"binary", "confusion", "disagreements"}),
+)
+computed.register(
+    EVALUATION,
+    compute=_evaluation,
+    refresh=_refresh_evaluation,
+    small=small,
+    requires=frozenset({"variants", "ks", "not_available", "latency_histogram"}),
+)
+computed.register(
+    COMPARISON,
+    compute=_comparison,
+    small=small,
+    requires=frozenset({"a", "b", "k", "metrics", "fusion"}),
+)
+# What the evaluation page derives in the request from the stored reports.
+for name in ("variant-pks", "answer-pks", "evaluation-tables", "comparison-tables", "charts"):
+    computed.register(name)
