@@ -4,9 +4,10 @@ Accepting (the request's side): the upload is stored in the "jobs" storage, a Jo
 what was asked, and a task is enqueued naming the job. Running (the worker's side): the job
 is claimed under a row lock (so a task delivered twice runs once), its work runs in ONE
 transaction together with the row's final update, and a worker killed at any point leaves
-either everything or nothing -- and a job whose heartbeat has stopped, which a person can
-retry. Verbs with keyword-only arguments: the pages, the API, the commands and the tests call
-these.
+either everything or nothing -- and a job whose heartbeat has stopped, which the next live
+worker takes up again (resume_stalled) a few times before it fails it; a person can retry a
+failed one. Files an attempt leaves unfinished go when it fails or is superseded. Verbs with
+keyword-only arguments: the pages, the API, the commands and the tests call these.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import storages
 from django.db import connection, transaction
@@ -147,14 +149,88 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
             job.params = {**job.params, "confirm_deletions": shown}
         if job.waited_too_long:
             job.created_at = timezone.now()  # sent again: its wait starts over
-        job.status = Job.Status.QUEUED
-        job.errors, job.failure, job.result = [], "", {}
-        job.stage, job.lines_read, job.rows_written = "", 0, 0
-        job.finished_at = None
-        job.save()
-        _enqueue(job, locked=True)
+        if job.stalled:
+            discard_outputs(job)  # what the lost attempt had written of its file
+        job.attempts = 0  # a person asked: the job gets its runs again
+        _queue_again(job)
     job.refresh_from_db()
     return job
+
+
+def resume_stalled() -> list[Job]:
+    """Take up again every job whose worker stopped (no heartbeat for
+    CLAIMDESK_JOB_STALE_SECONDS): queued once more, for the next live worker -- or, once it
+    has been run CLAIMDESK_JOB_MAX_ATTEMPTS times since a person asked, failed with the
+    reason. Each is changed under its row lock, so of two workers looking at once only one
+    takes it, and the attempt that lost it can no longer finish it. Called by every worker
+    now and then (manage.py worker); returns the jobs it changed. A task backend that cannot
+    take the task (BackendUnavailable) leaves the job as it was, for the next look."""
+    changed = []
+    for pk in list(Job.objects.stalled().values_list("pk", flat=True)):
+        with transaction.atomic():
+            job = Job.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+            if job is None or not job.stalled:
+                continue  # another worker, or a person's Retry, took it meanwhile
+            discard_outputs(job)
+            if job.attempts >= settings.CLAIMDESK_JOB_MAX_ATTEMPTS:
+                job.status = Job.Status.FAILED
+                job.failure = (
+                    f"The worker running this job stopped {job.attempts} times; it was "
+                    "killed, ran out of memory or lost its machine each time before it "
+                    f"finished{', and nothing of the import was written' if job.is_import else ''}"
+                    ". Retry it if the workers were restarted for another reason; if it stops "
+                    "again, tell your administrator (the job may need more memory than a "
+                    "worker has)."
+                )
+                job.finished_at = timezone.now()
+                job.save()
+                logger.warning("job %s failed: its worker stopped %s times", pk, job.attempts)
+            else:
+                _queue_again(job)
+                logger.warning(
+                    "job %s resumed: its worker (%s) stopped during run %s of %s",
+                    pk,
+                    job.worker,
+                    job.attempts,
+                    settings.CLAIMDESK_JOB_MAX_ATTEMPTS,
+                )
+        changed.append(job)
+    return changed
+
+
+def _queue_again(job: Job) -> None:
+    """Queue `job`, locked by the caller, as it was asked: nothing of a run before is kept."""
+    job.status = Job.Status.QUEUED
+    job.errors, job.failure, job.result = [], "", {}
+    job.stage, job.lines_read, job.rows_written = "", 0, 0
+    job.finished_at = None
+    job.save()
+    _enqueue(job, locked=True)
+
+
+def discard_outputs(job: Job, *, keep: str = "") -> None:
+    """Remove what attempts of `job` wrote under exports/ and no longer need: a file an attempt
+    was killed in the middle of, or one a superseded attempt finished -- every file named
+    after the job but `keep` (the job's own output, once it has one). Called where no attempt
+    of the job is running: when it fails, when it is queued again, once its output is
+    committed."""
+    store = storage()
+    try:
+        names = store.listdir(OUTPUTS)[1]
+    except FileNotFoundError:
+        return
+    for name in names:
+        path = f"{OUTPUTS}/{name}"
+        if str(job.pk) in name and path != keep:
+            store.delete(path)
+            logger.warning(
+                "job %s: %s removed, written by an attempt that did not end it", job.pk, path
+            )
+
+
+# Where jobs write their outputs, in the "jobs" storage (uploads are in uploads/): each file's
+# name holds its job's id (discard_outputs, manage.py prune_jobs).
+OUTPUTS = "exports"
 
 
 def _enqueue(job: Job, *, locked: bool = False) -> None:
@@ -241,16 +317,37 @@ def run(job_id: str) -> None:
         logger.warning("job %s attempt %s was superseded by a retry", job.pk, job.attempt)
     except Exception as exc:
         progress.stop()
-        logger.exception("job %s failed", job.pk)
-        _fail(
+        _reconnect_if_lost()
+        # The row first, then the log, so that they agree: an error after the job's end was
+        # committed (in an after-commit step) does not make a done job a failed one.
+        ended = _fail(
             job,
             failure=f"The worker hit an error and stopped ({type(exc).__name__}: "
             f"{str(exc)[:300]}). Nothing was written; it is logged. Retry, and if it fails "
             "again tell your administrator.",
             drop_file=False,
         )
+        if ended:
+            logger.exception("job %s failed", job.pk)
+        else:
+            logger.warning(
+                "job %s: an error after its run ended (it stands as recorded: %s)",
+                job.pk,
+                Job.objects.filter(pk=job.pk).values_list("status", flat=True).first(),
+                exc_info=True,
+            )
     finally:
         progress.stop()
+
+
+def _reconnect_if_lost() -> None:
+    """Outside a transaction, drop a connection the database no longer answers on (it was
+    terminated, the server restarted): the next query opens a new one. Inside one (a job run
+    in a request, CLAIMDESK_TASKS=immediate) the request's own handling decides."""
+    if connection.in_atomic_block or connection.connection is None:
+        return
+    if not connection.is_usable():
+        connection.close()
 
 
 def _claim(job_id: str) -> Job | None:
@@ -261,6 +358,7 @@ def _claim(job_id: str) -> Job | None:
         now = timezone.now()
         job.status = Job.Status.RUNNING
         job.attempt += 1
+        job.attempts += 1
         job.started_at = job.heartbeat_at = now
         # Until the first beat: the page read "writing: 0 rows written ()" of a job just taken.
         job.stage = first_stage(job)
@@ -283,6 +381,16 @@ def finish(job: Job, progress: Progress, *, result: dict, **fields) -> None:
     )
     if not updated:
         raise Superseded()
+    # Files of attempts before this one (killed halfway, or superseded) go once it commits.
+    keep = fields.get("output", "")
+    transaction.on_commit(lambda: _discard_quietly(job, keep=keep))
+
+
+def _discard_quietly(job: Job, *, keep: str) -> None:
+    try:
+        discard_outputs(job, keep=keep)
+    except OSError:
+        logger.warning("job %s: files of earlier attempts not removed", job.pk, exc_info=True)
 
 
 def _fail(
@@ -292,7 +400,8 @@ def _fail(
     errors: list[BundleError] = (),
     result: dict | None = None,
     drop_file: bool,
-) -> None:
+) -> bool:
+    """End the job as failed, if this attempt is still running it; whether it did."""
     fields = {
         "status": Job.Status.FAILED,
         "failure": failure,
@@ -302,11 +411,17 @@ def _fail(
     }
     if drop_file and job.file:
         fields["file"] = ""
-    # Only the current attempt ends the job: a superseded one (its worker thought lost and
-    # retried) changes nothing, and above all leaves the file the retry is reading.
-    ended = Job.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields)
-    if ended and drop_file and job.file:
-        storage().delete(job.file)
+    # Only the current attempt ends the job, and only while it runs: a superseded one (its
+    # worker thought lost and retried) changes nothing, and above all leaves the file the
+    # retry is reading; an error after the job's end committed leaves that end as it is.
+    ended = Job.objects.filter(pk=job.pk, attempt=job.attempt, status=Job.Status.RUNNING).update(
+        **fields
+    )
+    if ended:
+        if drop_file and job.file:
+            storage().delete(job.file)
+        _discard_quietly(job, keep="")
+    return bool(ended)
 
 
 def bundle_errors(job: Job) -> BundleInvalid | None:
