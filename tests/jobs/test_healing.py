@@ -5,8 +5,9 @@
   the worker goes on, and the job's row and the log both say the import succeeded.
 - The database refuses connections for a while: the worker backs off, and takes the next
   job once it is back.
-- Redis (a private redis-server) goes away under the RQ backend: an upload answers 503 and
-  queues nothing; once Redis is back the same worker process runs the next job.
+- Redis (a private redis-server) is down when the RQ worker starts, or goes away under it: the
+  worker waits for it; an upload meanwhile answers 503 and queues nothing; once Redis is back
+  the same worker process runs the next job.
 - A worker killed (SIGKILL) mid-import: a second one takes the job up once its heartbeat is
   older than the staleness window, without anyone pressing Retry; after
   CLAIMDESK_JOB_MAX_ATTEMPTS runs that all lost their worker, the job fails saying so.
@@ -187,33 +188,38 @@ def private_redis(settings, tmp_path):
 def test_the_rq_worker_outlives_redis_and_runs_the_job_queued_once_it_is_back(
     private_redis, workers, team, lead
 ):
-    worker = workers(CLAIMDESK_TASKS="rq", REDIS_URL=private_redis.url)
     client = token_client(lead)
     client.raise_request_exception = False
     bundle = (FIXTURES / "small.jsonl").read_bytes()
     url = f"{API}/projects/small/bundle/"
 
-    # Up: a job, run.
-    before = client.post(url, bundle, content_type=JSONL)
-    assert before.status_code == 202, before.content
-    first = Job.objects.get(pk=before.json()["id"])
-    wait_for(lambda: fresh(first).finished, "the job before the outage", timeout=60)
+    def queued_and_run(what: str) -> None:
+        accepted = client.post(url, bundle, content_type=JSONL)
+        assert accepted.status_code == 202, accepted.content
+        job = Job.objects.get(pk=accepted.json()["id"])
+        wait_for(lambda: fresh(job).finished, what, timeout=90)
+        assert fresh(job).status == Job.Status.SUCCEEDED, (fresh(job).failure, worker.output())
 
+    # Started while Redis is down (RQ's own worker cannot even start): it waits for Redis.
+    private_redis.stop()
+    worker = workers(CLAIMDESK_TASKS="rq", REDIS_URL=private_redis.url)
+    wait_for(lambda: "reconnecting in" in worker.output(), "the worker to wait", timeout=30)
+    private_redis.start()
+    queued_and_run("the job once Redis came up")
+    assert "reconnected" in worker.output()
+
+    # Redis goes away under a running worker: an upload meanwhile is refused, leaving nothing.
     private_redis.stop()
     during = client.post(url, bundle, content_type=JSONL)
     assert during.status_code == 503 and "Try again" in during.json()["detail"]
-    assert Job.objects.count() == 1  # nothing queued for a task that never left
-    # The worker notices while Redis is gone, and stays.
-    wait_for(lambda: "Redis" in worker.output(), "the worker to notice", timeout=30)
+    assert Job.objects.count() == 1  # no job waits for a task that never left
+    noticed = worker.output().count("Redis")
+    wait_for(lambda: worker.output().count("Redis") > noticed, "the worker to notice", timeout=30)
     assert worker.process.poll() is None, worker.output()
 
     private_redis.start()  # empty: whatever Redis held is gone
-    after = client.post(url, bundle, content_type=JSONL)
-    assert after.status_code == 202, after.content
-    job = Job.objects.get(pk=after.json()["id"])
-    wait_for(lambda: fresh(job).finished, "the job queued once Redis was back", timeout=90)
-    assert fresh(job).status == Job.Status.SUCCEEDED, (fresh(job).failure, worker.output())
-    assert worker.process.poll() is None and "reconnected" in worker.output()
+    queued_and_run("the job queued once Redis was back")
+    assert worker.process.poll() is None
 
 
 # --- Workers killed mid-job --------------------------------------------------------------------
