@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
@@ -114,6 +115,7 @@ def job_page(request, job_id):
         "role": Role.LEAD if job.project_id else None,
         "bundle_errors": services.bundle_errors(job),
         "again_url": _again_url(job),
+        "max_attempts": settings.CLAIMDESK_JOB_MAX_ATTEMPTS,
     }
     if request.htmx:
         return render(request, "jobs/job.html#status", context)
