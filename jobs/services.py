@@ -23,7 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import storages
-from django.db import connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotate.common import collector
@@ -288,7 +288,8 @@ def run(job_id: str) -> None:
     job = _claim(job_id)
     if job is None:
         return
-    progress = Progress(job, heartbeat=not framework.runs_in_process())
+    in_process = framework.runs_in_process()
+    progress = Progress(job, heartbeat=not in_process)
     try:
         WORK[job.kind](job, progress)
     except BundleInvalid as exc:
@@ -318,6 +319,9 @@ def run(job_id: str) -> None:
     except Exception as exc:
         progress.stop()
         _reconnect_if_lost()
+        # A worker's job, that is: one run in a request (immediate) ends with the request.
+        if _connection_lost(exc) and not in_process and _queued_again(job, exc):
+            return
         # The row first, then the log, so that they agree: an error after the job's end was
         # committed (in an after-commit step) does not make a done job a failed one.
         ended = _fail(
@@ -338,6 +342,53 @@ def run(job_id: str) -> None:
             )
     finally:
         progress.stop()
+
+
+def _connection_lost(exc: Exception) -> bool:
+    """What a database says when it went away under a job (terminated, restarted, failed over)
+    or gave up on it for the moment (a serialization failure, a deadlock): nothing of the run
+    was written, and a new run may well succeed. Django's error, or the driver's own where the
+    work used the driver directly (annotate.common.bulk's COPY)."""
+    driver = connection.Database
+    return isinstance(
+        exc, (OperationalError, InterfaceError, driver.OperationalError, driver.InterfaceError)
+    )
+
+
+def _queued_again(job: Job, exc: Exception) -> bool:
+    """Queue a job whose run the database broke off, as a worker that stopped would be
+    (resume_stalled), if it has runs left; whether it did. Should the database (or the task
+    backend) still refuse, the job stays running without a heartbeat, for the next live
+    worker to take up once it is stale."""
+    try:
+        with transaction.atomic():
+            current = (
+                Job.objects.select_for_update()
+                .filter(pk=job.pk, attempt=job.attempt, status=Job.Status.RUNNING)
+                .first()
+            )
+            if current is None or current.attempts >= settings.CLAIMDESK_JOB_MAX_ATTEMPTS:
+                return False
+            _queue_again(current)
+    except (DatabaseError, InterfaceError, framework.BackendUnavailable):
+        logger.warning(
+            "job %s: the database broke off run %s (%s) and it cannot be queued again now; "
+            "the next live worker takes it up once its heartbeat is stale",
+            job.pk,
+            job.attempts,
+            exc,
+            exc_info=True,
+        )
+        return True
+    logger.warning(
+        "job %s: the database broke off run %s of %s (%s: %s); queued again",
+        job.pk,
+        job.attempts,
+        settings.CLAIMDESK_JOB_MAX_ATTEMPTS,
+        type(exc).__name__,
+        str(exc).strip()[:300],
+    )
+    return True
 
 
 def _reconnect_if_lost() -> None:

@@ -4,6 +4,8 @@ arguments are the command's):
 - ``drop-connection-in-maintenance``: the after-commit VACUUM/ANALYZE of an import
   (annotate.common.bulk.maintain) first has PostgreSQL terminate this worker's own
   connection, from another one, so that it fails as when the server drops it.
+- ``drop-connection-while-writing``: the first import this worker runs has its connection
+  terminated (as above) once it has written its answers, inside its transaction.
 - ``pause-while-writing``: an import stops for good once it writes its answers (its heartbeat
   goes on), so that the test can kill the worker in the middle of it, every time.
 - ``pause-export``: a gold export stops for good once it has written part of its file
@@ -70,6 +72,17 @@ elif HOOK == "pause-while-writing":
             pause_forever(f"job {self.job.pk} writing its answers")
 
     progress.Progress.step = paused
+elif HOOK == "drop-connection-while-writing":
+    step = progress.Progress.step
+    dropped_once = []
+
+    def dropping(self, name, n):
+        step(self, name, n)
+        if name == "answers" and not dropped_once:
+            dropped_once.append(self.job.pk)
+            terminate_own_connection()
+
+    progress.Progress.step = dropping
 elif HOOK == "pause-export":
     save = FileSystemStorage._save
 

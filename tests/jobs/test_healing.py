@@ -3,6 +3,8 @@
 
 - The database drops the worker's connection inside an import's after-commit VACUUM/ANALYZE:
   the worker goes on, and the job's row and the log both say the import succeeded.
+- The database drops an import's connection in the middle of its transaction: nothing was
+  written, and the job is queued again and run to its end, without anyone pressing Retry.
 - The database refuses connections for a while: the worker backs off, and takes the next
   job once it is back.
 - Redis (a private redis-server) is down when the RQ worker starts, or goes away under it: the
@@ -87,6 +89,23 @@ def test_a_connection_dropped_in_an_imports_after_commit_step_leaves_the_worker_
         assert "after-commit VACUUM/ANALYZE of" in log and "the committed write stands" in log
         assert f"job {job.pk} failed" not in log and "the database failed" not in log, log
         assert job.failure == ""
+
+
+def test_an_import_whose_connection_drops_mid_transaction_is_run_again_by_itself(
+    database_tasks, workers, lead, tmp_path
+):
+    worker = workers(hook="drop-connection-while-writing")
+    job = queue_import(lead, tmp_path, 200, "again")
+    wait_for(lambda: fresh(job).finished, "the import", timeout=90)
+    job = fresh(job)
+    assert job.status == Job.Status.SUCCEEDED, (job.failure, worker.output())
+    assert (job.attempt, job.attempts) == (2, 2)  # the broken run, then the good one
+    assert Answer.objects.filter(project__slug="again").count() == 200
+    log = worker.output()
+    assert "HOOK: terminated backend" in log
+    assert f"job {job.pk}: the database broke off run 1 of 3" in log and "queued again" in log
+    assert f"job {job.pk} failed" not in log
+    assert worker.process.poll() is None
 
 
 def test_a_worker_outlives_a_database_that_refuses_it_for_a_while(
