@@ -94,14 +94,22 @@ class Command(BaseCommand):
         resumer = None if batch else Resumer()
         if resumer is not None:
             resumer.start()
+        afresh = False
         try:
             if backend == "rq":
                 self.run_rq(batch=batch, verbosity=verbosity)
             else:
-                self.run_database(batch=batch, interval=interval, verbosity=verbosity)
+                afresh = self.run_database(batch=batch, interval=interval, verbosity=verbosity)
         finally:
             if resumer is not None:
-                resumer.stop()
+                resumer.stop()  # and its connection closed: nothing of it outlives the exec
+        if afresh and self.from_command_line:
+            self.stdout.flush()
+            sys.stdout.flush()
+            connections.close_all()
+            # The same command line in a fresh interpreter, in this process (same pid: a
+            # process manager, docker or `make run` sees no exit).
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
     def run_rq(self, *, batch: bool, verbosity: int) -> None:
         """RQ's worker, made again whenever it stops without being asked to: RQ retries a
@@ -146,7 +154,8 @@ class Command(BaseCommand):
             )
             time.sleep(delay)
 
-    def run_database(self, *, batch: bool, interval: float, verbosity: int) -> None:
+    def run_database(self, *, batch: bool, interval: float, verbosity: int) -> bool:
+        """django-tasks-db's worker, until it stops; whether it stopped to start afresh."""
         DbWorker(stdout=self.stdout, stderr=self.stderr).configure_logging(verbosity)
         worker = Enduring(
             queue_names=["default"],
@@ -161,13 +170,7 @@ class Command(BaseCommand):
         )
         worker.configure_signals()
         worker.run()
-        if worker.gives_memory_back and self.from_command_line:
-            self.stdout.flush()
-            sys.stdout.flush()
-            connections.close_all()
-            # The same command line in a fresh interpreter, in this process (same pid: a
-            # process manager, docker or `make run` sees no exit).
-            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        return worker.gives_memory_back
 
 
 def _exit_now(signum, frame) -> None:
@@ -244,7 +247,7 @@ class Resumer(threading.Thread):
 
     def stop(self) -> None:
         self._stopped.set()
-        self.join(timeout=5)
+        self.join(timeout=30)  # at most one look, of a few rows
 
     def run(self) -> None:
         failures = 0
