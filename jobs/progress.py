@@ -114,5 +114,4 @@ class Progress:
             # write lock, and the next beat tries again. PostgreSQL gets here when its
             # connection was dropped: the next beat opens a new one (this thread's own).
             logger.debug("heartbeat of job %s not written", self.job.pk, exc_info=True)
-            if connection.connection is not None and not connection.is_usable():
-                connection.close()
+            connection.close_if_unusable_or_obsolete()

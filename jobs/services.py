@@ -395,10 +395,8 @@ def _reconnect_if_lost() -> None:
     """Outside a transaction, drop a connection the database no longer answers on (it was
     terminated, the server restarted): the next query opens a new one. Inside one (a job run
     in a request, CLAIMDESK_TASKS=immediate) the request's own handling decides."""
-    if connection.in_atomic_block or connection.connection is None:
-        return
-    if not connection.is_usable():
-        connection.close()
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
 
 
 def _claim(job_id: str) -> Job | None:

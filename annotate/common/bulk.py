@@ -171,8 +171,7 @@ def after_commit(
                 ", ".join(sorted(analyze_tables | vacuum_tables)),
                 exc_info=True,
             )
-            if connection.connection is not None and not connection.is_usable():
-                connection.close()
+            connection.close_if_unusable_or_obsolete()
 
     transaction.on_commit(run)
 
