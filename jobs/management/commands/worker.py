@@ -243,7 +243,10 @@ class Resumer(threading.Thread):
     def __init__(self):
         super().__init__(name="resume-stalled", daemon=True)
         self._stopped = threading.Event()
-        self.every = max(0.5, min(10.0, settings.CLAIMDESK_JOB_STALE_SECONDS / 4))
+        # Often enough that a lost job is taken up within about 1.5 windows; seldom enough
+        # to cost the work in hand nothing (each look is a query of an index, and on SQLite
+        # a read of the live heartbeat files of the jobs running).
+        self.every = max(1.0, min(10.0, settings.CLAIMDESK_JOB_STALE_SECONDS / 2))
 
     def stop(self) -> None:
         self._stopped.set()
