@@ -336,8 +336,11 @@ if CLAIMDESK_TASKS == "rq":
     INSTALLED_APPS.append("django_rq")
     RQ_QUEUES = {"default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": CLAIMDESK_JOB_TIMEOUT}}
 # A running job writes a heartbeat every second; one silent for this long has lost its worker
-# (killed, out of memory, a machine gone) and can be retried.
+# (killed, out of memory, a machine gone).
 CLAIMDESK_JOB_STALE_SECONDS = int(os.environ.get("CLAIMDESK_JOB_STALE_SECONDS", "60"))
+# A live worker takes such a job up again on its own (jobs.services.resume_stalled), until it
+# has been run this many times since a person asked; then it fails, saying so.
+CLAIMDESK_JOB_MAX_ATTEMPTS = int(os.environ.get("CLAIMDESK_JOB_MAX_ATTEMPTS", "3"))
 # A database worker that holds more than this after a job starts afresh in the same process:
 # a fresh worker is about 80 MB, and the reports of a 10,000-answer project leave it holding
 # 200-300 MB. 0 keeps the worker as it is. RQ forks a process per job instead.

@@ -14,10 +14,8 @@ from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import framework
 from jobs.models import Job
-from jobs.services import storage
-from jobs.tasks import run_job
+from jobs.services import discard_outputs, enqueue, queue_again, storage
 
 
 class EmptyUpload(Exception):
@@ -59,7 +57,7 @@ def start_import(
     try:
         with transaction.atomic():
             job.save()
-            _enqueue(job)
+            enqueue(job)
     except Exception:
         # Not queued (the task backend or the database refused): nobody will import the file.
         storage().delete(name)
@@ -96,7 +94,7 @@ def start_job(
             params=params,
             rows_total=rows,
         )
-        _enqueue(job)
+        enqueue(job)
     job.refresh_from_db()
     return job
 
@@ -122,43 +120,12 @@ def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
             job.params = {**job.params, "confirm_deletions": shown}
         if job.waited_too_long:
             job.created_at = timezone.now()  # sent again: its wait starts over
-        job.status = Job.Status.QUEUED
-        job.errors, job.failure, job.result = [], "", {}
-        job.stage, job.lines_read, job.rows_written = "", 0, 0
-        job.finished_at = None
-        job.save()
-        _enqueue(job, locked=True)
+        if job.stalled:
+            discard_outputs(job)  # what the lost attempt had written of its file
+        job.attempts = 0  # a person asked: the job gets its runs again
+        queue_again(job)
     job.refresh_from_db()
     return job
-
-
-def _enqueue(job: Job, *, locked: bool = False) -> None:
-    """Send the job's task. Raises BackendUnavailable when the task backend cannot take it,
-    leaving no job waiting for a task that was never sent."""
-
-    def send() -> None:
-        result = framework.send(run_job, str(job.pk))
-        Job.objects.filter(pk=job.pk, task_id="").update(task_id=result.id)
-
-    def send_or_forget() -> None:
-        try:
-            send()
-        except framework.BackendUnavailable:
-            # The row committed, its task did not leave: delete it, or it would wait in the
-            # queue for nothing (its upload goes with it: start_import). Until now no worker
-            # could have seen it, and a page that did sees it gone.
-            Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED, task_id="").delete()
-            raise
-
-    # The database backend's task row commits with the job's; the immediate backend runs now.
-    # Redis is not part of the transaction: a new job's task is sent once the job is committed,
-    # or a fast worker would look for a job that is not there yet. A job `locked` by the
-    # caller (a retry) can be sent before its commit: a worker that takes the task waits for
-    # the lock, and then finds it queued; should Redis refuse, the retry rolls back.
-    if framework.enqueues_in_transaction() or locked:
-        send()
-    else:
-        transaction.on_commit(send_or_forget)
 
 
 def _as_file(upload) -> File:

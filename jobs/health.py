@@ -95,7 +95,8 @@ def full() -> dict:
     if report["jobs"]["stalled"]:
         problems.append(
             f"{report['jobs']['stalled']} job(s) lost their worker (no heartbeat for "
-            f"{settings.CLAIMDESK_JOB_STALE_SECONDS} s): retry them from their pages"
+            f"{settings.CLAIMDESK_JOB_STALE_SECONDS} s): a running worker takes them up again "
+            "(is one running?), or retry them from their pages"
         )
     report["problems"] = problems
     return report

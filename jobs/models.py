@@ -101,7 +101,12 @@ class Job(models.Model):
     errors = models.JSONField(default=list, blank=True)
     failure = models.TextField(blank=True, help_text="Why it failed, in words.")
 
+    # Every run of the job, ever: a run's writes ask for its own number, so one that lost the
+    # job (resumed or retried meanwhile) changes nothing.
     attempt = models.PositiveIntegerField(default=0)
+    # Runs since a person asked (the upload, or Retry): a worker that stopped mid-run leaves
+    # the job to the next live one, up to settings.CLAIMDESK_JOB_MAX_ATTEMPTS runs.
+    attempts = models.PositiveIntegerField(default=0)
     task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=120, blank=True, help_text="host:pid of the last run.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -205,4 +210,3 @@ WRITE_SHARE = {
     "citations": 0.6,
     "written": 0.95,
 }
-

@@ -111,6 +111,7 @@ class Progress:
             ).update(heartbeat_at=now, **self.fields())
         except DatabaseError:
             # An SQLite database whose folder cannot take the file: the import holds the one
-            # write lock, and the next beat tries again. PostgreSQL never gets here in normal
-            # running.
+            # write lock, and the next beat tries again. PostgreSQL gets here when its
+            # connection was dropped: the next beat opens a new one (this thread's own).
             logger.debug("heartbeat of job %s not written", self.job.pk, exc_info=True)
+            connection.close_if_unusable_or_obsolete()

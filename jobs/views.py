@@ -9,6 +9,7 @@ problem by line; an export shows its download.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404
@@ -88,6 +89,7 @@ def job_page(request, job_id):
         "role": LEAD if job.project_id else None,
         "bundle_errors": kinds.problems(job),
         "again_url": _again_url(job),
+        "max_attempts": settings.CLAIMDESK_JOB_MAX_ATTEMPTS,
     }
     if request.htmx:
         return render(request, "jobs/job.html#status", context)

@@ -40,13 +40,17 @@ def child_env(var_dir: Path, **extra: str) -> dict[str, str]:
 
 
 class Worker:
-    """`manage.py worker` in a child process; its output goes to a log file in `var_dir`."""
+    """`manage.py worker` in a child process; its output goes to a log file in `var_dir`.
+    With `hook`, tests/hooked_worker.py's fault of that name is put in first."""
 
-    def __init__(self, var_dir: Path, **env: str):
+    def __init__(self, var_dir: Path, *, hook: str = "", **env: str):
         self.log = var_dir / f"worker-{time.monotonic_ns()}.log"
         self._out = self.log.open("wb")
+        program = ["tests/hooked_worker.py"] if hook else ["manage.py", "worker"]
+        if hook:
+            env["CLAIMDESK_TEST_HOOK"] = hook
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "worker", "--interval", "0.2", "-v", "0"],
+            [sys.executable, *program, "--interval", "0.2", "-v", "0"],
             cwd=ROOT,
             env=child_env(var_dir, **env),
             stdout=self._out,
@@ -91,8 +95,8 @@ def workers(tmp_path):
     to match: `database_tasks`, or the RQ test's own fixture."""
     started: list[Worker] = []
 
-    def start(**env: str) -> Worker:
-        worker = Worker(tmp_path, **env)
+    def start(*, hook: str = "", **env: str) -> Worker:
+        worker = Worker(tmp_path, hook=hook, **env)
         started.append(worker)
         return worker
 

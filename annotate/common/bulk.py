@@ -10,10 +10,13 @@ executemany. Both run inside the caller's transaction.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
+
+logger = logging.getLogger(__name__)
 
 
 def allocate_ids(model: type[models.Model], count: int) -> list[int]:
@@ -157,11 +160,27 @@ def after_commit(
         return
 
     def run() -> None:
-        with connection.cursor() as cursor:
-            for table in sorted(vacuum_tables):
-                cursor.execute(f'VACUUM (ANALYZE) "{table}"')
-            rest = sorted(analyze_tables - vacuum_tables)
-            if rest:
-                cursor.execute("ANALYZE " + ", ".join(f'"{t}"' for t in rest))
+        # Looked up when it runs: tests/hooked_worker.py breaks the connection inside it.
+        try:
+            maintain(analyze_tables, vacuum_tables)
+        except DatabaseError:
+            # Upkeep of data already committed: the work that wrote it succeeded, and says so.
+            # Autovacuum catches up later; a connection that died with it is replaced.
+            logger.warning(
+                "after-commit VACUUM/ANALYZE of %s failed; the committed write stands",
+                ", ".join(sorted(analyze_tables | vacuum_tables)),
+                exc_info=True,
+            )
+            connection.close_if_unusable_or_obsolete()
 
     transaction.on_commit(run)
+
+
+def maintain(analyze_tables: set[str], vacuum_tables: set[str]) -> None:
+    """VACUUM (ANALYZE) `vacuum_tables`, ANALYZE the rest of `analyze_tables`."""
+    with connection.cursor() as cursor:
+        for table in sorted(vacuum_tables):
+            cursor.execute(f'VACUUM (ANALYZE) "{table}"')
+        rest = sorted(analyze_tables - vacuum_tables)
+        if rest:
+            cursor.execute("ANALYZE " + ", ".join(f'"{t}"' for t in rest))

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0006_gold_import_kind'),
+        ('jobs', '0007_job_attempts'),
     ]
 
     operations = [
