@@ -1129,6 +1129,7 @@ def job_figures(url: str, phases: list[PhaseResult]) -> dict:
 def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> dict:
     by_kind: dict[str, Counter] = {}
     five: Counter[tuple] = Counter()
+    four: Counter[tuple] = Counter()
     for call in record.calls:
         row = by_kind.setdefault(call.kind, Counter())
         row["requests"] += 1
@@ -1141,6 +1142,7 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
             five[(str(call.status), "", call.kind, fault or "outside")] += 1
         elif call.status >= 400:
             row["4xx"] += 1
+            four[(call.status, call.kind)] += 1
         else:
             row["2xx/3xx"] += 1
     out = []
@@ -1157,6 +1159,15 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
     out.append(
         f"{'all':<20} {total['requests']:>9} {total['2xx/3xx']:>8} {total['4xx']:>6} "
         f"{total['5xx']:>6} {total['no answer']:>6}"
+    )
+    out.append(
+        "4xx: "
+        + (
+            ", ".join(f"{n} x {status} on {kind}" for (status, kind), n in sorted(four.items()))
+            or "none"
+        )
+        + " (409 on adjudication: an undo window still open; 409/400 after a retried "
+        "write: its first attempt went through)"
     )
     out.append("")
     out.append(f"5xx and unanswered requests by cause (window: {args.window:.0f} s after a fault)")
