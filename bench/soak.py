@@ -603,15 +603,19 @@ class Reviewer:
         for claim in task["claims"]:
             stored = claim["label"]
             version = stored["version"] if stored else None
+            # A write given up on ends this pass: the next task the queue hands back is this
+            # one, still in progress, and the reviewer goes through it again.
             version = self.draft_claim(number, claim["index"], labels, version)
-            if version is not None and self.rng.random() < 0.1:  # second thoughts
-                self.pause()
-                self.draft_claim(number, claim["index"], labels, version)
-            self.pause()
-            if stop.is_set() or number in self.uncertain:
+            if version is None:
                 return
-        self.draft_answer(number, labels, task["answer"]["label"]["version"])
-        if number in self.uncertain:
+            if self.rng.random() < 0.1:  # second thoughts
+                self.pause()
+                if self.draft_claim(number, claim["index"], labels, version) is None:
+                    return
+            self.pause()
+            if stop.is_set():
+                return
+        if not self.draft_answer(number, labels, task["answer"]["label"]["version"]):
             return
         self.pause()
         if self.rng.random() < 0.04:
@@ -653,7 +657,7 @@ class Reviewer:
         self.uncertain.add(number)
         return None
 
-    def draft_answer(self, number: int, labels: Labels, version: int) -> None:
+    def draft_answer(self, number: int, labels: Labels, version: int) -> bool:
         relevance = truth(number, 99) % 3 if self.rng.random() < 0.9 else self.rng.randrange(3)
         for _ in range(3):
             response, ambiguous = self.api.send(
@@ -664,22 +668,23 @@ class Reviewer:
             )
             if response is None or response.status_code >= 500:
                 self.uncertain.add(number)
-                return
+                return False
             if response.status_code == 200:
                 labels.relevance = response.json()["label"]["relevance"]
                 self.counts["answer drafts"] += 1
-                return
+                return True
             if response.status_code == 409 and "label" in response.json():
                 stored = response.json()["label"]
                 if ambiguous and stored["relevance"] == relevance:
                     labels.relevance = relevance
-                    return
+                    return True
                 version = stored["version"]
                 continue
             self.anomaly(f"task {number} answer draft", response)
             self.uncertain.add(number)
-            return
+            return False
         self.uncertain.add(number)
+        return False
 
     def status_of(self, number: int) -> str | None:
         response, _ = self.api.send("task", "GET", self.path(number))
@@ -699,6 +704,7 @@ class Reviewer:
             self.uncertain.add(number)
             return False
         self.counts["submitted"] += 1
+        self.uncertain.discard(number)  # every label of it answered 2xx in this pass
         self.submitted[number] = Labels(dict(labels.claims), labels.relevance)
         del self.drafts[number]
         return True
