@@ -19,7 +19,7 @@ RQ on a redis-server of the soak's own, on a free port, in its own directory):
   change a label and submit again. A request that fails (no answer, or 5xx) is sent again,
   as the Python client does with `retries`, after Retry-After;
 - a lead who adjudicates the disagreements whose undo window has closed, asks for the gold
-  set (a job: CLAIMDESK_GOLD_STREAM_MAX_ROWS is 50 here) and downloads it, and uploads
+  set (a job: CLAIMDESK_GOLD_STREAM_MAX_ROWS is 5 here) and downloads it, and uploads
   bundles (new projects of 1,000 answers) and label files (into a side project); every job is
   followed through the API until it ends;
 - faults, in turn, spread over the phase: `kill -9` of the worker's process group (while a job
@@ -931,7 +931,7 @@ def run_phase(backend, args, url, people, run_dir, record, reviewers, lead_api, 
         "PYTHONUNBUFFERED": "1",
         # Every gold export a job; undo windows that close within the soak, for adjudication;
         # a lost worker noticed within the soak.
-        "CLAIMDESK_GOLD_STREAM_MAX_ROWS": "50",
+        "CLAIMDESK_GOLD_STREAM_MAX_ROWS": "5",
         "CLAIMDESK_REOPEN_MINUTES": str(args.reopen_minutes),
         "CLAIMDESK_JOB_STALE_SECONDS": str(args.stale_seconds),
         "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
@@ -1115,6 +1115,9 @@ def job_figures(url: str, phases: list[PhaseResult]) -> dict:
     }
     killed = [(pk, attempt) for p in phases for pk, attempt in p.killed_jobs]
     resumed = [pk for pk, attempt in killed if jobs[pk][1] == "succeeded" and jobs[pk][2] > attempt]
+    # What became of the others: still running (nobody took it up), failed (its attempts used
+    # up, or an error in a later run), queued.
+    fates = Counter(jobs[pk][1] for pk, _ in killed if pk not in resumed)
     status = Counter(s for _, s, _, _ in jobs.values())
     return {
         "started": len(jobs),
@@ -1125,6 +1128,7 @@ def job_figures(url: str, phases: list[PhaseResult]) -> dict:
         "left running": status["running"],
         "running at a kill": len(killed),
         "resumed after a kill without a person": len(resumed),
+        "killed and not resumed, by status": dict(fates),
         "failures": sorted({f[:120] for _, s, _, f in jobs.values() if s == "failed"}),
     }
 
@@ -1217,6 +1221,9 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
         "jobs resumed without a person after a kill: "
         f"{jobs['resumed after a kill without a person']} "
         f"of {jobs['running at a kill']} running at a kill"
+        + "".join(
+            f"; {n} {status}" for status, n in jobs["killed and not resumed, by status"].items()
+        )
     )
     for failure in jobs["failures"]:
         out.append(f"  failed: {failure}")
