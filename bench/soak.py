@@ -1114,10 +1114,13 @@ def job_figures(url: str, phases: list[PhaseResult]) -> dict:
         str(pk): (kind, status, attempt, failure) for pk, kind, status, attempt, failure in rows
     }
     killed = [(pk, attempt) for p in phases for pk, attempt in p.killed_jobs]
-    resumed = [pk for pk, attempt in killed if jobs[pk][1] == "succeeded" and jobs[pk][2] > attempt]
-    # What became of the others: still running (nobody took it up), failed (its attempts used
-    # up, or an error in a later run), queued.
-    fates = Counter(jobs[pk][1] for pk, _ in killed if pk not in resumed)
+    # Resumed: a later run took the job up (its attempt number grew), with nobody pressing
+    # Retry (the soak never does). How each ended: succeeded, or failed (its runs used up, or
+    # a later fault); and of those never taken up, whether they still read running.
+    resumed = [pk for pk, attempt in killed if jobs[pk][2] > attempt]
+    fates = Counter(
+        f"{'resumed, then' if pk in resumed else 'not resumed,'} {jobs[pk][1]}" for pk, _ in killed
+    )
     status = Counter(s for _, s, _, _ in jobs.values())
     return {
         "started": len(jobs),
@@ -1128,7 +1131,7 @@ def job_figures(url: str, phases: list[PhaseResult]) -> dict:
         "left running": status["running"],
         "running at a kill": len(killed),
         "resumed after a kill without a person": len(resumed),
-        "killed and not resumed, by status": dict(fates),
+        "killed jobs' ends": dict(fates),
         "failures": sorted({f[:120] for _, s, _, f in jobs.values() if s == "failed"}),
     }
 
@@ -1221,9 +1224,7 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
         "jobs resumed without a person after a kill: "
         f"{jobs['resumed after a kill without a person']} "
         f"of {jobs['running at a kill']} running at a kill"
-        + "".join(
-            f"; {n} {status}" for status, n in jobs["killed and not resumed, by status"].items()
-        )
+        + "".join(f"; {n} {end}" for end, n in sorted(jobs["killed jobs' ends"].items()))
     )
     for failure in jobs["failures"]:
         out.append(f"  failed: {failure}")
