@@ -427,18 +427,21 @@ class Processes:
                 env=self.env,
                 stdout=self._log("worker.log"),
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: RQ's work horses die with it
+                start_new_session=True,  # a session of its own, as under a supervisor
             )
             self.starts += 1
 
     def kill_worker(self) -> None:
-        """kill -9 of the worker and whatever it forked, as when its machine dies."""
+        """kill -9 of the worker and whatever it forked, as when its machine or container dies.
+        RQ's work horse is a session of its own (os.setsid), outside the worker's process
+        group: each descendant is found and killed."""
         with self.worker_lock:
             self.killing = True
             worker = self.worker
         if worker and worker.poll() is None:
-            with contextlib.suppress(ProcessLookupError):  # it died on its own just now
-                os.killpg(worker.pid, signal.SIGKILL)
+            for pid in [*descendants(worker.pid), worker.pid]:
+                with contextlib.suppress(ProcessLookupError):  # gone just now
+                    os.kill(pid, signal.SIGKILL)
             worker.wait(timeout=30)
         time.sleep(self.restart_delay)
         self.start_worker()
@@ -482,6 +485,13 @@ class Processes:
                     process.wait()
         self.servers = []
         self.stop_redis()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes forked from `pid`, and theirs."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    children = [int(child) for child in found.stdout.split()]
+    return [grand for child in children for grand in descendants(child)] + children
 
 
 def pg_connect(url: str, dbname: str | None = None):
