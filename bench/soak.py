@@ -63,6 +63,10 @@ from itertools import count
 from pathlib import Path
 from urllib.parse import urlparse
 
+import psycopg
+import redis
+import requests
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/claimdesk_bench_soak"
@@ -155,9 +159,6 @@ class Api:
     Python client's `retries` does, and what a person pressing the button again does."""
 
     def __init__(self, token: str, servers: Servers, record: Record, stop: threading.Event):
-        import requests
-
-        self.requests = requests
         self.http = requests.Session()
         self.http.headers["Authorization"] = f"Token {token}"
         self.servers = servers
@@ -178,7 +179,7 @@ class Api:
                     allow_redirects=False,
                     **kwargs,
                 )
-            except self.requests.RequestException as exc:
+            except requests.RequestException as exc:
                 self.record.call(kind, None, type(exc).__name__, start, now())
                 response, wait = None, 1.0
             else:
@@ -276,6 +277,7 @@ def build(reviewers: int, answers: int, side_answers: int) -> People:
     labelling elsewhere), the lead (may create projects) and the reviewers, each with a
     token."""
     setup_bench_database()
+    # Late imports: Django is set up (on the soak's database) by setup_bench_database.
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
     from django.db import connection
@@ -357,8 +359,6 @@ class Processes:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        import redis
-
         client = redis.Redis(port=self.redis_port, socket_connect_timeout=1)
         for _ in range(100):
             try:
@@ -406,8 +406,6 @@ class Processes:
         finally:
             for listener in sockets:
                 listener.close()
-        import requests
-
         for port in self.ports:
             for _ in range(300):
                 try:
@@ -495,8 +493,6 @@ def descendants(pid: int) -> list[int]:
 
 
 def pg_connect(url: str, dbname: str | None = None):
-    import psycopg
-
     u = urlparse(url)
     return psycopg.connect(
         host=u.hostname,

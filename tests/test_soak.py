@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -61,10 +62,15 @@ def soak(tmp_path_factory):
         figures["stdout"] = run.stdout
         yield figures
     finally:
-        sys.path.insert(0, str(ROOT))
-        from bench.soak import pg_connect
-
-        with pg_connect(url, "postgres") as conn:
+        db = connection.settings_dict
+        with psycopg.connect(
+            host=db.get("HOST") or "127.0.0.1",
+            port=db.get("PORT") or 5432,
+            user=db.get("USER") or "postgres",
+            password=db.get("PASSWORD") or None,
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}"')
 
 
