@@ -1179,6 +1179,11 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
         f"{'all':<20} {total['requests']:>9} {total['2xx/3xx']:>8} {total['4xx']:>6} "
         f"{total['5xx']:>6} {total['no answer']:>6}"
     )
+    labelling = sum(p.seconds - p.grace_seconds for p in phases)
+    out.append(
+        f"({total['requests'] / labelling:.0f} requests/s over {labelling:.0f} s of labelling; "
+        f"each phase then waited for its jobs)"
+    )
     out.append(
         "4xx: "
         + (
