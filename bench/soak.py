@@ -180,7 +180,7 @@ class Api:
                     **kwargs,
                 )
             except requests.RequestException as exc:
-                self.record.call(kind, None, type(exc).__name__, start, now())
+                self.record.call(kind, None, why_unanswered(exc), start, now())
                 response, wait = None, 1.0
             else:
                 self.record.call(kind, response.status_code, "", start, now())
@@ -191,6 +191,22 @@ class Api:
             if now() + wait > give_up or self.stop.is_set():
                 return response, ambiguous
             time.sleep(wait)
+
+
+def why_unanswered(exc: Exception) -> str:
+    """A request without an answer, in a few words: refused (no server listening), closed
+    without a response (a kept-alive connection the server closed as it was reused, or a
+    server process that died), reset, timed out."""
+    text = str(exc)
+    for marker, words in (
+        ("RemoteDisconnected", "closed without a response"),
+        ("refused", "connection refused"),
+        ("reset", "connection reset"),
+        ("timed out", "timed out"),
+    ):
+        if marker in text:
+            return words
+    return type(exc).__name__
 
 
 def _retry_after(response) -> float:
@@ -325,7 +341,10 @@ def free_port() -> int:
 class Processes:
     """The app servers, the worker (with its supervisor) and, for RQ, Redis, of one phase."""
 
-    def __init__(self, run_dir: Path, env: dict[str, str], record: Record, restart_delay: float):
+    def __init__(
+        self, run_dir: Path, env: dict[str, str], record: Record, restart_delay: float, phase: str
+    ):
+        self.phase = phase
         self.run_dir = run_dir
         self.env = env
         self.record = record
@@ -397,7 +416,7 @@ class Processes:
                         ],
                         cwd=ROOT,
                         env=env,
-                        stdout=self._log(f"gunicorn-{port}.log"),
+                        stdout=self._log(f"gunicorn-{self.phase}-{port}.log"),
                         stderr=subprocess.STDOUT,
                         pass_fds=(listener.fileno(),),
                         start_new_session=True,
@@ -423,7 +442,7 @@ class Processes:
                 [sys.executable, "manage.py", "worker", "--interval", "0.5"],
                 cwd=ROOT,
                 env=self.env,
-                stdout=self._log("worker.log"),
+                stdout=self._log(f"worker-{self.phase}.log"),
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # a session of its own, as under a supervisor
             )
@@ -459,7 +478,11 @@ class Processes:
                 if ours or worker is None or worker.poll() is None:
                     continue
                 self.exits.append((now(), worker.returncode))
-                self.record.note(f"worker exited on its own with status {worker.returncode}")
+                log = (self.run_dir / f"worker-{self.phase}.log").read_text(errors="replace")
+                last = [line for line in log.splitlines() if line.strip()][-1:] or [""]
+                self.record.note(
+                    f"worker exited on its own with status {worker.returncode}: {last[0][:200]}"
+                )
                 time.sleep(self.restart_delay)
                 if self.supervising.is_set():
                     self.start_worker()
@@ -943,7 +966,7 @@ def run_phase(backend, args, url, people, run_dir, record, reviewers, lead_api, 
         "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
         "CLAIMDESK_TOKEN_FAILURE_LIMIT": "1000",
     }
-    processes = Processes(run_dir, env, record, args.restart_delay)
+    processes = Processes(run_dir, env, record, args.restart_delay, backend)
     if backend == "rq":
         processes.start_redis()
         env["REDIS_URL"] = f"redis://127.0.0.1:{processes.redis_port}/0"
