@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_URL ?= postgres://postgres@127.0.0.1:5432/claimdesk
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/reports.py
 	$(BIN)/python bench/reference.py
 	$(BIN)/python bench/calibration_simulation.py
+
+## make soak: the chaos soak (bench/soak.py, claimdesk_bench_soak): 40 reviewers and a lead for
+## 10 minutes on two app servers, the worker killed, connections terminated, Redis restarted
+soak: $(VENV)/.installed-test
+	$(BIN)/python bench/soak.py
 
 clean:
 	rm -rf $(VENV) var staticfiles test-artifacts .pytest_cache
