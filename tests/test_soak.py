@@ -4,11 +4,10 @@ its own, with each fault at least once: the worker killed mid-job, every databas
 terminated, Redis restarted. The soak runs in a child process on a database of its own; its
 figures come back as JSON.
 
-What holds on main: nothing a client was answered 2xx for is lost, no answer is over its
-overlap, no reviewer is twice on an answer, every submitted task is complete, and no request
-fails with a 5xx outside a fault's window, nor with anything but 503 inside one. What the
-self-healing workers of issue 33 bring (a killed job resumed without anyone pressing Retry, a
-worker that outlives its dependencies) is marked xfail until they are merged.
+What must hold: nothing a client was answered 2xx for is lost, no answer is over its overlap,
+no reviewer is twice on an answer, every submitted task is complete, no request fails with a
+5xx outside a fault's window, nor with anything but 503 inside one, a killed job is resumed
+without anyone pressing Retry, and the worker outlives its dependencies.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from tests.workers import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
-NEEDS_HEAL = pytest.mark.xfail(strict=False, reason="needs wt-heal")
 JOBS_ENDED = "every job ended (none queued or running)"
 
 
@@ -104,7 +102,6 @@ def test_no_5xx_outside_the_fault_windows_and_only_503_inside(soak):
     assert soak["inside_not_503"] == 0, soak["stdout"]
 
 
-@NEEDS_HEAL
 def test_jobs_killed_with_their_worker_are_resumed_without_a_person(soak):
     jobs = soak["jobs"]
     assert jobs["resumed after a kill without a person"] == jobs["running at a kill"], soak[
@@ -113,7 +110,6 @@ def test_jobs_killed_with_their_worker_are_resumed_without_a_person(soak):
     assert not soak["violations"][JOBS_ENDED], soak["stdout"]
 
 
-@NEEDS_HEAL
 def test_the_worker_outlives_the_database_and_redis_faults(soak):
     # Only the soak's own kill -9 ends a worker: none exits on its own.
     assert soak["worker_exits"] == [], soak["stdout"]
