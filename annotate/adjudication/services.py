@@ -277,8 +277,9 @@ def adjudicate(
     """Record a lead's gold values for some fields of one answer and its claims.
 
     Each decision is stored with its own rationale -- the one written for its claim (or for
-    the answer) -- or, when it has none, the save's shared `rationale`; a decision left with
-    neither is refused, since the rationale is exported with the gold label.
+    the answer) -- or, when it has none, the save's shared `rationale` (one per task, as in
+    Prodigy's review). Both are optional: a decision with neither is stored with an empty
+    rationale, and the gold export carries it as "".
 
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
@@ -297,13 +298,6 @@ def adjudicate(
     problems += _rationale_problems(rationale, decisions)
     if problems:
         raise ServiceError(" ".join(problems))
-    unexplained = sorted(
-        {_item_name(d.claim) for d in decisions if not (d.rationale.strip() or rationale.strip())}
-    )
-    if unexplained:
-        raise ServiceError(
-            f"Write a rationale for {', '.join(unexplained)}: it is exported with the gold label."
-        )
     Decision.objects.bulk_create(
         Decision(
             answer=answer,

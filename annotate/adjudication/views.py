@@ -16,6 +16,7 @@ from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
 from annotate.gold.selectors import pair_summary
+from annotate.labelling.selectors import single_key_shortcuts
 from annotate.models import Role
 from annotate.report_cache import reports_of
 
@@ -103,7 +104,7 @@ def adjudicate(request, project, role, number):
         _carry_queue(request, project, number)  # as read before this decision moves it
         error, status, saved = _save_decisions(request, screen)
         if error is None:
-            messages.success(request, f"Task {number}: {saved} decision(s) saved.")
+            messages.success(request, f"Task {number}: {_decisions_saved(saved)}.")
             next_number = _next_to_adjudicate(request, project, number)
             if next_number is not None:
                 return redirect("adjudicate", slug=project.slug, number=next_number)
@@ -122,6 +123,8 @@ def adjudicate(request, project, role, number):
             "posted_other": _posted_others(request) if error else {},
             "rationales": _rationales(screen, request if error else None),
             "rationale": request.POST.get("rationale", "") if error else "",
+            # The "single-key shortcuts" preference holds here as on the labelling screen.
+            "shortcuts": single_key_shortcuts(request.user),
         },
         status=status,
     )
@@ -206,6 +209,10 @@ def _save_decisions(request, screen) -> tuple[str | None, int, int | None]:
     except ServiceError as exc:
         return str(exc), 400, None
     return None, 302, len(decisions)
+
+
+def _decisions_saved(count: int) -> str:
+    return f"{count} decision{'' if count == 1 else 's'} saved"
 
 
 def _no_other_value(row) -> str:
