@@ -74,3 +74,21 @@ class PreferencesForm(forms.Form):
         help_text="Letters and digits (1 2 3, j k, s, e …) act on the task. Turn them off if "
         "you use speech input or press keys by accident; Enter and the arrow keys still work.",
     )
+
+
+class MyTasksFilterForm(forms.Form):
+    """The filters of "Your tasks", from the query string: words of the question (or a task's
+    number) and a status."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(
+        required=False,
+        label="Status",
+        choices=[("", "any"), ("in_progress", "in progress"), ("submitted", "submitted")],
+    )
+
+    def filters(self) -> dict[str, str | None]:
+        """The valid filters (an unknown value filters nothing rather than failing)."""
+        self.is_valid()
+        data = self.cleaned_data
+        return {"status": data.get("status") or None, "search": data.get("q") or ""}

@@ -21,7 +21,13 @@ from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.labelling import selectors, task_status
-from annotate.labelling.forms import AnswerLabelForm, ClaimLabelForm, PreferencesForm, SkipForm
+from annotate.labelling.forms import (
+    AnswerLabelForm,
+    ClaimLabelForm,
+    MyTasksFilterForm,
+    PreferencesForm,
+    SkipForm,
+)
 from annotate.labelling.preferences import set_preferences
 from annotate.labelling.services import (
     StaleDraft,
@@ -337,14 +343,24 @@ MY_TASKS_PAGE = 50
 @require_http_methods(["GET"])
 @project_view(Role.REVIEWER)
 def my_tasks(request, project, role):
-    """The reviewer's submitted tasks, newest first, a page at a time (a reviewer of a large
-    project submits thousands); an htmx request for another page gets the table alone."""
+    """The reviewer's tasks (in progress and submitted) with their questions, newest first,
+    searched and filtered in the database and shown a page at a time (a reviewer of a large
+    project submits thousands), in the same queries whatever the page; an htmx request (a
+    search, a filter, another page) gets the table alone."""
+    form = MyTasksFilterForm(request.GET)
+    filters = form.filters()
     pager = paginate(
-        selectors.my_submitted_tasks(request.user, project), request.GET, per_page=MY_TASKS_PAGE
+        selectors.my_tasks(request.user, project, **filters), request.GET, per_page=MY_TASKS_PAGE
     )
     for assignment in pager.items:
         assignment.reopenable = can_reopen(assignment)
-    context = {"project": project, "role": role, "pager": pager}
+    context = {
+        "project": project,
+        "role": role,
+        "pager": pager,
+        "form": form,
+        "filtered": bool(filters["status"] or filters["search"]),
+    }
     if request.htmx and request.htmx.target == "my-tasks":
         return render(request, "annotate/my_tasks.html#tasks", context)
     context["progress"] = selectors.reviewer_progress(request.user, project)

@@ -26,6 +26,19 @@ def p_value(value) -> str:
     return f"p = {p:.3f}" if p >= 0.01 else f"p = {p:.2g}"
 
 
+@register.filter
+def duration(seconds) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min': time spent, in words a person reads at a glance."""
+    seconds = int(seconds or 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 @register.simple_tag
 def max_upload_bytes() -> int:
     """For data-max-bytes on an upload form: static/upload.js refuses a larger file before
