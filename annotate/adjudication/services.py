@@ -26,6 +26,7 @@ from annotate.models import (
     CitationVerdict,
     Claim,
     Decision,
+    Flag,
     Passage,
     Project,
     Severity,
@@ -342,3 +343,25 @@ def _decision_problems(answer: Answer, decisions: list[DecisionInput]) -> list[s
         if reason:
             problems.append(reason)
     return problems
+
+
+# --- Flags -------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def resolve_flag(*, flag: Flag, lead, resolution: str = "") -> Flag:
+    """A lead closes a reviewer's flag, with optional words of their own (kept for the leads;
+    the reviewer never reads them). Resolving a resolved flag changes nothing."""
+    flag = Flag.objects.select_for_update().get(pk=flag.pk)
+    if flag.resolved_at is not None:
+        return flag
+    resolution = resolution.strip()
+    if len(resolution) > MAX_RATIONALE:
+        raise ServiceError(f"Shorten the resolution to {MAX_RATIONALE} characters.")
+    if problem := safe_json.text_problem(resolution):
+        raise ServiceError(f"The resolution: {problem}.")
+    flag.resolved_at = timezone.now()
+    flag.resolved_by = lead
+    flag.resolution = resolution
+    flag.save(update_fields=["resolved_at", "resolved_by", "resolution"])
+    return flag

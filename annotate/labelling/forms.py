@@ -3,7 +3,7 @@ occurs in a chosen passage, completeness) are the services' job, not the forms'.
 
 from django import forms
 
-from annotate.models import FAILURE_LABELS, Abstention, CitationVerdict, Severity, Support
+from annotate.models import FAILURE_LABELS, Abstention, CitationVerdict, Flag, Severity, Support
 
 
 class DraftForm(forms.Form):
@@ -65,6 +65,18 @@ class AnswerLabelForm(DraftForm):
 
 class SkipForm(forms.Form):
     reason = forms.CharField(max_length=500, help_text="Why are you skipping this task?")
+
+
+class FlagForm(forms.Form):
+    """A reviewer's flag for the lead: a reason, and their words (required with "other",
+    which the service checks)."""
+
+    reason = forms.ChoiceField(
+        choices=Flag.Reason.choices, widget=forms.RadioSelect, label="What is wrong?"
+    )
+    note = forms.CharField(
+        required=False, max_length=2000, strip=False, label="In your words (a lead reads it)"
+    )
 
 
 class PreferencesForm(forms.Form):

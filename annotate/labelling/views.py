@@ -24,6 +24,7 @@ from annotate.labelling import selectors, task_status
 from annotate.labelling.forms import (
     AnswerLabelForm,
     ClaimLabelForm,
+    FlagForm,
     MyTasksFilterForm,
     PreferencesForm,
     SkipForm,
@@ -32,6 +33,7 @@ from annotate.labelling.preferences import set_preferences
 from annotate.labelling.services import (
     StaleDraft,
     can_reopen,
+    flag_task,
     reopen_task,
     save_answer_label,
     save_claim_label,
@@ -98,6 +100,7 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         "failure_labels": FAILURE_KEYS,
         "relevance_choices": [(v, t) for v, t in RELEVANCE_RUBRIC.items()],
         "shortcuts": getattr(screen.assignment, "single_key_shortcuts", True),
+        "flag_form": FlagForm(),
         "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
     }
@@ -335,6 +338,32 @@ def reopen(request, project, role, assignment):
         return redirect("my_tasks", slug=project.slug)
     messages.info(request, f"Task {number} is open again: change it and submit it again.")
     return redirect(_task_url(project, number))
+
+
+@require_http_methods(["GET", "POST"])
+@task_view
+def flag(request, project, role, assignment):
+    """Flag the task for the lead, with a reason: from the task screen's dialog, or this page
+    where scripts are off. The reviewer learns only that their flag is stored."""
+    number = assignment.answer.task_number
+    form = FlagForm(request.POST if request.method == "POST" else None)
+    error = ""
+    if form.is_valid():
+        try:
+            flag_task(
+                assignment=assignment,
+                reason=form.cleaned_data["reason"],
+                note=form.cleaned_data["note"],
+            )
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Task {number} is flagged for the lead.")
+            return redirect(_task_url(project, number))
+    elif form.is_bound:
+        error = "Choose what is wrong with this task."
+    context = {"project": project, "role": role, "number": number, "form": form, "error": error}
+    return render(request, "annotate/flag.html", context, status=400 if error else 200)
 
 
 MY_TASKS_PAGE = 50
