@@ -383,6 +383,14 @@ class Abstention(models.TextChoices):
 
 
 FAILURE_LABELS = ("missing_evidence", "unsupported_claim", "wrong_citation", "false_abstention")
+
+
+def failure_label_words(label: str) -> str:
+    """A failure label as a page shows it: missing_evidence → "Missing evidence" (the
+    identifier stays in files, the API and CSV headers)."""
+    return str(label).replace("_", " ").capitalize()
+
+
 RELEVANCE_RUBRIC = {
     0: "off-topic",
     1: "partial coverage",

@@ -31,6 +31,7 @@ from annotate.models import (
     RetrievedPassage,
     Severity,
     Support,
+    failure_label_words,
 )
 
 FIELD_CHOICES = {
@@ -71,7 +72,7 @@ def show_value(field_name: str, value) -> str:
         quote = value.get("evidence_quote") or ""
         return f"{ids} · “{quote}”" if quote else ids
     if field_name == "failure_labels":
-        return ", ".join(map(show_choice, value)) or "none"
+        return ", ".join(map(failure_label_words, value)) or "none"
     return show_choice(value)
 
 

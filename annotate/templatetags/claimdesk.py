@@ -5,6 +5,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
+from annotate.models import failure_label_words
+
 register = template.Library()
 
 
@@ -24,6 +26,12 @@ def p_value(value) -> str:
     if p <= 0.0:
         return "p < 1e-300"
     return f"p = {p:.3f}" if p >= 0.01 else f"p = {p:.2g}"
+
+
+@register.filter
+def failure_words(label) -> str:
+    """missing_evidence → Missing evidence (annotate.models.failure_label_words)."""
+    return failure_label_words(label)
 
 
 @register.filter
