@@ -79,8 +79,8 @@ class Progress:
     submitted: int = 0
     in_progress: int = 0
     available: int = 0
-    # The day's work (since midnight, local time): answers submitted and the seconds spent
-    # on them, for the status bar's "42 today, 11 s per answer".
+    # The day's work (since midnight, local time): answers submitted (on the screen or through
+    # the API, not imported) and the seconds spent on them, for "42 today, 11 s per answer".
     today: int = 0
     seconds_today: int = 0
 
@@ -302,7 +302,8 @@ def reviewer_progress(user, project: Project) -> Progress:
     Status = Assignment.Status
     in_queue = Q(answer__full=False, answer__queue_key__isnull=False)
     midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-    today = Q(status=Status.SUBMITTED, submitted_at__gte=midnight)
+    # Submitted here, today: an imported label set (no undo window) is no work of the day.
+    today = Q(status=Status.SUBMITTED, submitted_at__gte=midnight, undo_until__isnull=False)
     # The day's counter rides on the same aggregate: no query of its own.
     mine = Assignment.objects.filter(project=project, reviewer=user_id).aggregate(
         submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),

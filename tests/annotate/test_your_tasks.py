@@ -114,7 +114,12 @@ def test_the_day_s_counter_rides_on_the_progress_query(client, alice):
     submitted = list(mine.filter(status="submitted").order_by("pk")[:3])
     now = timezone.now()
     for assignment, seconds in zip(submitted, (10, 12, 14), strict=True):
-        Assignment.objects.filter(pk=assignment.pk).update(submitted_at=now, seconds_spent=seconds)
+        Assignment.objects.filter(pk=assignment.pk).update(
+            submitted_at=now, seconds_spent=seconds, undo_until=now + timedelta(minutes=30)
+        )
+    # imported today (no undo window): not the day's work
+    imported = mine.filter(status="submitted").exclude(pk__in=[a.pk for a in submitted])
+    Assignment.objects.filter(pk=imported.first().pk).update(submitted_at=now, seconds_spent=0)
     user = submitted[0].reviewer
     with CaptureQueriesContext(connection) as queries:
         progress = reviewer_progress(user, project)
