@@ -5,6 +5,7 @@ query. Nothing in it reaches another reviewer's task."""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 
@@ -51,7 +52,7 @@ def test_each_task_shows_its_question_status_and_time(client, alice):
     assert numbers[0] == in_progress.answer.task_number  # the task at hand on top
     assert sorted(numbers) == sorted(mine.values_list("answer__task_number", flat=True))
     first = mine.filter(status="submitted").select_related("answer__case").first()
-    assert first.answer.case.question[:60] in page
+    assert html.escape(first.answer.case.question[:60]) in page
     assert "in progress</span>" in page and ">submitted</span>" in page
     assert "1 min 15 s" in page
     assert "baseline" not in page and "verifier" not in page  # the variant stays hidden
