@@ -419,6 +419,14 @@ class Abstention(models.TextChoices):
 
 
 FAILURE_LABELS = ("missing_evidence", "unsupported_claim", "wrong_citation", "false_abstention")
+
+
+def failure_label_words(label: str) -> str:
+    """A failure label as a page shows it: missing_evidence → "Missing evidence" (the
+    identifier stays in files, the API and CSV headers)."""
+    return str(label).replace("_", " ").capitalize()
+
+
 RELEVANCE_RUBRIC = {
     0: "off-topic",
     1: "partial coverage",
@@ -596,6 +604,64 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field} = {self.value!r}"
+
+
+class Flag(models.Model):
+    """A reviewer's "flag for the lead" on one of their own tasks: a problem with the task
+    itself (a broken answer, wrong passages), with a reason and the reviewer's words. Listed
+    in the leads' adjudication queue until a lead resolves it. The reviewer sees their own
+    flags only, and nothing a lead writes in resolving one."""
+
+    class Reason(models.TextChoices):
+        BROKEN_ANSWER = "broken_answer", "The answer is broken or unreadable"
+        WRONG_PASSAGES = "wrong_passages", "The passages are wrong or missing"
+        UNCLEAR_QUESTION = "unclear_question", "The question is unclear"
+        GUIDELINES = "guidelines", "The guidelines do not cover this case"
+        OTHER = "other", "Something else"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="flags", db_index=False
+    )
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="flags")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="flags"
+    )
+    reason = models.CharField(max_length=20, choices=Reason)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    resolution = models.TextField(
+        blank=True, help_text="The lead's words; never shown to the reviewer."
+    )
+
+    class Meta:
+        ordering = ["project_id", "created_at", "pk"]
+        constraints = [
+            # One open flag per reviewer and task: a second one is the first one, refused.
+            models.UniqueConstraint(
+                fields=["answer", "reviewer"],
+                condition=Q(resolved_at__isnull=True),
+                name="one_open_flag_per_reviewer_task",
+            ),
+        ]
+        indexes = [
+            # The leads' list of open flags, oldest first.
+            models.Index(
+                fields=["project", "created_at"],
+                condition=Q(resolved_at__isnull=True),
+                name="flag_open_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"flag {self.reason} on {self.answer_id}"
 
 
 class AdjudicationLock(models.Model):

@@ -9,12 +9,14 @@ from annotate import tasks  # noqa: F401  (registers the worker's refresh task)
 from annotate.common import computed
 
 QUEUE = "adjudication-queue"
+QUEUE_DECIDED = "adjudication-decided"  # the queue's "N of M decided"
 PAIR_SHARES = "pair-shares"
 PAIR_SUMMARY = "pair-summary"
 IMPORTED_ALONE = "imported-alone"
 BLINDING = "blinding-check"
 
 computed.register(QUEUE)
+computed.register(QUEUE_DECIDED)
 computed.register(PAIR_SUMMARY)
 computed.register(IMPORTED_ALONE)
 # Each share carries its answer's revision, checked answer by answer.

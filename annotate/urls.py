@@ -32,6 +32,7 @@ urlpatterns = [
     path("p/<slug:slug>/tasks/<int:number>/submit/", labelling.submit, name="submit"),
     path("p/<slug:slug>/tasks/<int:number>/skip/", labelling.skip, name="skip"),
     path("p/<slug:slug>/tasks/<int:number>/reopen/", labelling.reopen, name="reopen"),
+    path("p/<slug:slug>/tasks/<int:number>/flag/", labelling.flag, name="flag_task"),
     # lead
     path("projects/new/", project_creators_only(imports.project_new), name="project_new"),
     path("p/<slug:slug>/setup/", projects.project_setup, name="project_setup"),
@@ -48,6 +49,11 @@ urlpatterns = [
         name="adjudication_queue",
     ),
     path("p/<slug:slug>/adjudicate/<int:number>/", adjudication.adjudicate, name="adjudicate"),
+    path(
+        "p/<slug:slug>/adjudicate/flags/<int:pk>/resolve/",
+        adjudication.resolve_flag,
+        name="resolve_flag",
+    ),
     path("p/<slug:slug>/gold/", gold.gold_page, name="gold"),
     path("p/<slug:slug>/gold.<str:fmt>", gold.gold_download, name="gold_download"),
 ]

@@ -99,6 +99,34 @@
       }
     });
   }
+  // On a phone a table of figures stacks each row as a card (the `stack-sm` look: each cell
+  // with its column's name) instead of scrolling sideways (#34). Its cells are named here from
+  // its one header row; a table whose cells span rows or columns, a matrix (#confusion), and
+  // one laid out for phones already, keep their grid. Without scripts such a table scrolls.
+  function stackTables(root) {
+    root.querySelectorAll("table.table:not(.stack-sm):not(.adjudication-table):not(#confusion)")
+      .forEach((table) => {
+        const head = table.tHead;
+        if (!head || head.rows.length !== 1) return;
+        const names = [...head.rows[0].cells];
+        const rows = [...table.tBodies].flatMap((body) => [...body.rows]);
+        const spans = (cell) => cell.colSpan > 1 || cell.rowSpan > 1;
+        if (names.some(spans) || rows.some((row) => [...row.cells].some(spans))) return;
+        if (rows.some((row) => row.cells.length !== names.length)) return;
+        rows.forEach((row) => {
+          [...row.cells].forEach((cell, i) => {
+            const name = names[i].textContent.trim();
+            if (name && !cell.hasAttribute("data-label") && cell.tagName === "TD") {
+              cell.setAttribute("data-label", name);
+            }
+          });
+        });
+        table.classList.add("stack-sm", "stacked-by-script");
+      });
+  }
+  stackTables(document);
+  document.addEventListener("htmx:afterSettle", (event) => stackTables(event.target));
+
   let resizing = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizing);

@@ -13,6 +13,8 @@
   const claimForm = document.getElementById("claim-form"); // absent when there are no claims
   const answerForm = () => document.getElementById("answer-form"); // replaced after a 409
   const dialog = document.getElementById("shortcuts");
+  // "Flag for the lead": its link opens the dialog here (the link's page where scripts are off).
+  const flagDialog = document.getElementById("flag-dialog");
   const announcer = document.getElementById("announcer");
   const shortcutsOn = root.dataset.shortcuts === "on";
   const claimsUrl = root.dataset.claimsUrl;
@@ -809,6 +811,12 @@
 
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-open-shortcuts]") && dialog) dialog.showModal();
+    if (event.target.closest("[data-open-flag]") && flagDialog) {
+      event.preventDefault();
+      flagDialog.showModal();
+      const first = flagDialog.querySelector("input[type=radio]");
+      if (first) first.focus();
+    }
     const button = event.target.closest("#submit-button");
     if (button) {
       event.preventDefault();
@@ -911,7 +919,7 @@
   }
 
   document.addEventListener("keydown", (event) => {
-    if (event.defaultPrevented || (dialog && dialog.open)) return;
+    if (event.defaultPrevented || (dialog && dialog.open) || (flagDialog && flagDialog.open)) return;
     const el = document.activeElement;
     const key = event.key;
     if (caretKeys(event)) return;

@@ -3,10 +3,13 @@
 - queue: the adjudication queue, most serious disagreement first, read from the pair summary
   (annotate.gold.summary)
 - services: freezing a task's labels (start_adjudication) and recording a lead's decisions
-  (adjudicate), each checked against the field's vocabulary and the task's version
+  (adjudicate), each checked against the field's vocabulary and the task's version; a
+  lead resolving a reviewer's flag (resolve_flag)
 - selectors: one task as the adjudication screen shows it (AdjudicationScreen: both
-  reviewers' values, the gold so far, never the variant), its audit trail, field words
-- views, forms: the queue page with its filters, and the task's screen
+  reviewers' values, the gold so far, never the variant), its audit trail, field words;
+  the reviewers' flags (flags) and the queue's decided count (decided_of)
+- views, forms: the queue page with its filters, its progress and the open flags, the
+  task's screen, resolving a flag
 
 The API's adjudication endpoints are in annotate.api.
 """

@@ -26,3 +26,9 @@ class QueueFilterForm(forms.Form):
         self.is_valid()  # cleaned_data keeps the fields that are valid
         data = self.cleaned_data
         return {"slice": data.get("slice") or None, "field": data.get("field") or None}
+
+
+class ResolveFlagForm(forms.Form):
+    """A lead's words on resolving a reviewer's flag (optional; the reviewer never reads them)."""
+
+    note = forms.CharField(required=False, max_length=2000, label="Resolution")

@@ -26,10 +26,12 @@ from annotate.models import (
     Citation,
     Claim,
     Decision,
+    Flag,
     Project,
     RetrievedPassage,
     Severity,
     Support,
+    failure_label_words,
 )
 
 FIELD_CHOICES = {
@@ -70,7 +72,7 @@ def show_value(field_name: str, value) -> str:
         quote = value.get("evidence_quote") or ""
         return f"{ids} · “{quote}”" if quote else ids
     if field_name == "failure_labels":
-        return ", ".join(map(show_choice, value)) or "none"
+        return ", ".join(map(failure_label_words, value)) or "none"
     return show_choice(value)
 
 
@@ -371,3 +373,29 @@ def doubly_labelled(project: Project) -> bool:
         .filter(submitted__gte=2)
         .exists()
     )
+
+
+def flags(project: Project, *, resolved: bool | None = False):
+    """The reviewers' flags, oldest first, with what a lead's list shows of each (task number,
+    question, who flagged, who resolved) joined in: one query for a page of them. `resolved`
+    False: the open ones (by the open-flag index); True: the resolved ones; None: all."""
+    found = Flag.objects.filter(project=project)
+    if resolved is not None:
+        found = found.filter(resolved_at__isnull=not resolved)
+    return found.select_related("answer__case", "reviewer", "resolved_by").order_by(
+        "created_at", "pk"
+    )
+
+
+def decided_of(project: Project, pending: set[int]) -> tuple[int, int]:
+    """(decided, all): the answers a lead has decided every disagreement of, out of those
+    with a disagreement at all (decided, or still `pending`, the queue's answers, from the
+    pair summary): the queue's "5 of 19 decided". One query, of the decisions' answers."""
+    decided = set(
+        Decision.objects.filter(answer__project=project)
+        .values_list("answer_id", flat=True)
+        .distinct()
+        .order_by()
+    )
+    done = len(decided - pending)
+    return done, done + len(pending)

@@ -26,6 +26,7 @@ from annotate.models import (
     CitationVerdict,
     Claim,
     Decision,
+    Flag,
     Passage,
     Project,
     Severity,
@@ -277,8 +278,9 @@ def adjudicate(
     """Record a lead's gold values for some fields of one answer and its claims.
 
     Each decision is stored with its own rationale -- the one written for its claim (or for
-    the answer) -- or, when it has none, the save's shared `rationale`; a decision left with
-    neither is refused, since the rationale is exported with the gold label.
+    the answer) -- or, when it has none, the save's shared `rationale` (one per task, as in
+    Prodigy's review). Both are optional: a decision with neither is stored with an empty
+    rationale, and the gold export carries it as "".
 
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
@@ -297,13 +299,6 @@ def adjudicate(
     problems += _rationale_problems(rationale, decisions)
     if problems:
         raise ServiceError(" ".join(problems))
-    unexplained = sorted(
-        {_item_name(d.claim) for d in decisions if not (d.rationale.strip() or rationale.strip())}
-    )
-    if unexplained:
-        raise ServiceError(
-            f"Write a rationale for {', '.join(unexplained)}: it is exported with the gold label."
-        )
     Decision.objects.bulk_create(
         Decision(
             answer=answer,
@@ -349,3 +344,25 @@ def _decision_problems(answer: Answer, decisions: list[DecisionInput]) -> list[s
         if reason:
             problems.append(reason)
     return problems
+
+
+# --- Flags -------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def resolve_flag(*, flag: Flag, lead, resolution: str = "") -> Flag:
+    """A lead closes a reviewer's flag, with optional words of their own (kept for the leads;
+    the reviewer never reads them). Resolving a resolved flag changes nothing."""
+    flag = Flag.objects.select_for_update().get(pk=flag.pk)
+    if flag.resolved_at is not None:
+        return flag
+    resolution = resolution.strip()
+    if len(resolution) > MAX_RATIONALE:
+        raise ServiceError(f"Shorten the resolution to {MAX_RATIONALE} characters.")
+    if problem := safe_json.text_problem(resolution):
+        raise ServiceError(f"The resolution: {problem}.")
+    flag.resolved_at = timezone.now()
+    flag.resolved_by = lead
+    flag.resolution = resolution
+    flag.save(update_fields=["resolved_at", "resolved_by", "resolution"])
+    return flag

@@ -7,18 +7,20 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.adjudication import queue, selectors, services
-from annotate.adjudication.forms import QueueFilterForm
+from annotate.adjudication.forms import QueueFilterForm, ResolveFlagForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
 from annotate.gold.selectors import pair_summary
-from annotate.models import Role
-from annotate.report_kinds import QUEUE
+from annotate.labelling.selectors import single_key_shortcuts
+from annotate.models import Flag, Role
+from annotate.report_kinds import QUEUE, QUEUE_DECIDED
 
 QUEUE_PAGE = 50
 
@@ -43,7 +45,15 @@ def adjudication_queue(request, project, role):
         ),
     )
     pager = paginate(disagreements, request.GET, per_page=QUEUE_PAGE)
+    # Kept per revision (a decision moves it), like the queue: no query on a kept view.
+    decided, disputed = reports.get(
+        QUEUE_DECIDED,
+        "",
+        lambda: selectors.decided_of(project, set(pair_summary(project, reports).scores)),
+    )
     context = {
+        "decided": decided,
+        "disputed": disputed,
         "project": project,
         "role": role,
         "form": form,
@@ -57,7 +67,35 @@ def adjudication_queue(request, project, role):
     }
     if request.htmx and request.htmx.target == "queue":
         return render(request, "annotate/adjudication_queue.html#queue", context)
+    # The open flags, oldest first, in one query (the API lists every one of them).
+    flags = list(selectors.flags(project)[: FLAGS_SHOWN + 1])
+    context["flags"], context["more_flags"] = flags[:FLAGS_SHOWN], len(flags) > FLAGS_SHOWN
     return render(request, "annotate/adjudication_queue.html", context)
+
+
+FLAGS_SHOWN = 50
+
+
+@require_POST
+@project_view(Role.LEAD)
+def resolve_flag(request, project, role, pk):
+    """A lead resolves a reviewer's flag (optional words of their own) and goes back to the
+    queue's flags."""
+    flag = Flag.objects.filter(project=project, pk=pk).first()
+    if flag is None:
+        raise Http404("Not found")
+    form = ResolveFlagForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect(reverse("adjudication_queue", args=[project.slug]) + "#flags")
+    try:
+        services.resolve_flag(flag=flag, lead=request.user, resolution=form.cleaned_data["note"])
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        number = flag.answer.task_number
+        messages.success(request, f"The flag on task {number} is resolved.")
+    return redirect(reverse("adjudication_queue", args=[project.slug]) + "#flags")
 
 
 class NoOtherValue(Exception):
@@ -105,7 +143,7 @@ def adjudicate(request, project, role, number):
         _carry_queue(request, project, number)  # as read before this decision moves it
         error, status, saved = _save_decisions(request, screen)
         if error is None:
-            messages.success(request, f"Task {number}: {saved} decision(s) saved.")
+            messages.success(request, f"Task {number}: {_decisions_saved(saved)}.")
             next_number = _next_to_adjudicate(request, project, number)
             if next_number is not None:
                 return redirect("adjudicate", slug=project.slug, number=next_number)
@@ -124,6 +162,8 @@ def adjudicate(request, project, role, number):
             "posted_other": _posted_others(request) if error else {},
             "rationales": _rationales(screen, request if error else None),
             "rationale": request.POST.get("rationale", "") if error else "",
+            # The "single-key shortcuts" preference holds here as on the labelling screen.
+            "shortcuts": single_key_shortcuts(request.user),
         },
         status=status,
     )
@@ -209,6 +249,10 @@ def _save_decisions(request, screen) -> tuple[str | None, int, int | None]:
     except ServiceError as exc:
         return str(exc), 400, None
     return None, 302, len(decisions)
+
+
+def _decisions_saved(count: int) -> str:
+    return f"{count} decision{'' if count == 1 else 's'} saved"
 
 
 def _no_other_value(row) -> str:

@@ -8,6 +8,7 @@ endpoints and their serializers:
 - members: a project's members
 - tasks: the reviewer's tasks and drafts, by task number
 - adjudication: the queue and a lead's decisions
+- flags: a reviewer's flag on their own task for the lead; the leads' list, resolving one
 - gold: the gold export
 - permissions: the project role every endpoint checks; openapi: schema hooks; urls: routes
 """

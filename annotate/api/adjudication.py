@@ -129,7 +129,7 @@ class DecisionInputSerializer(serializers.Serializer):
         max_length=MAX_NOTE,
         default="",
         help_text="Why, for this decision's claim (or the answer); exported with its gold "
-        "label. Empty: the request's `rationale` applies.",
+        "label. Optional; empty: the request's `rationale` applies.",
     )
 
     def validate(self, data):
@@ -149,18 +149,10 @@ class AdjudicateSerializer(serializers.Serializer):
         max_length=MAX_NOTE,
         required=False,
         default="",
-        help_text="The rationale of every decision that brings none of its own.",
+        help_text="The task's rationale (optional): that of every decision that brings none "
+        "of its own.",
     )
     decisions = DecisionInputSerializer(many=True, max_length=500)
-
-    def validate(self, data):
-        if not data["rationale"].strip() and any(
-            not d["rationale"].strip() for d in data["decisions"]
-        ):
-            raise serializers.ValidationError(
-                {"rationale": "Write a rationale: it is exported with the gold label."}
-            )
-        return data
 
 
 class ConflictSerializer(serializers.Serializer):

@@ -3,7 +3,7 @@ by answer id), members by username. Each endpoint is named by the module that ho
 
 from django.urls import path
 
-from annotate.api import adjudication, gold, imports, members, projects, tasks
+from annotate.api import adjudication, flags, gold, imports, members, projects, tasks
 
 P = "projects/<slug:slug>/"
 
@@ -30,6 +30,7 @@ urlpatterns = [
     path(P + "tasks/<int:number>/submit/", tasks.Submit.as_view(), name="submit"),
     path(P + "tasks/<int:number>/skip/", tasks.Skip.as_view(), name="skip"),
     path(P + "tasks/<int:number>/reopen/", tasks.Reopen.as_view(), name="reopen"),
+    path(P + "tasks/<int:number>/flag/", flags.FlagTask.as_view(), name="flag-task"),
     # lead
     path(
         P + "adjudication/",
@@ -41,6 +42,8 @@ urlpatterns = [
         adjudication.Adjudication.as_view(),
         name="adjudication",
     ),
+    path(P + "flags/", flags.FlagList.as_view(), name="flags"),
+    path(P + "flags/<int:pk>/resolve/", flags.ResolveFlag.as_view(), name="resolve-flag"),
     path(P + "gold.jsonl", gold.GoldJSONL.as_view(), name="gold-jsonl"),
     path(P + "gold.csv", gold.GoldCSV.as_view(), name="gold-csv"),
 ]

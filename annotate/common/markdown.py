@@ -30,7 +30,10 @@ def _parser() -> MarkdownIt:
         token = tokens[index]
         language = token.info.strip().split(" ")[0]
         label = f' data-language="{escape(language)}"' if language else ""
-        return f'<pre class="doc-code"{label}><code>{escape(token.content)}</code></pre>\n'
+        # tabindex: a block wider than the page scrolls, and a keyboard can scroll it only
+        # once it can take focus (WCAG 2.1.1; axe's scrollable-region-focusable).
+        code = escape(token.content)
+        return f'<pre class="doc-code"{label} tabindex="0"><code>{code}</code></pre>\n'
 
     def image(renderer, tokens, index, options, env):
         return escape(tokens[index].content)  # its description, nothing fetched

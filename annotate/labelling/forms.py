@@ -3,7 +3,7 @@ occurs in a chosen passage, completeness) are the services' job, not the forms'.
 
 from django import forms
 
-from annotate.models import FAILURE_LABELS, Abstention, CitationVerdict, Severity, Support
+from annotate.models import FAILURE_LABELS, Abstention, CitationVerdict, Flag, Severity, Support
 
 
 class DraftForm(forms.Form):
@@ -67,6 +67,18 @@ class SkipForm(forms.Form):
     reason = forms.CharField(max_length=500, help_text="Why are you skipping this task?")
 
 
+class FlagForm(forms.Form):
+    """A reviewer's flag for the lead: a reason, and their words (required with "other",
+    which the service checks)."""
+
+    reason = forms.ChoiceField(
+        choices=Flag.Reason.choices, widget=forms.RadioSelect, label="What is wrong?"
+    )
+    note = forms.CharField(
+        required=False, max_length=2000, strip=False, label="In your words (a lead reads it)"
+    )
+
+
 class PreferencesForm(forms.Form):
     single_key_shortcuts = forms.BooleanField(
         required=False,
@@ -74,3 +86,21 @@ class PreferencesForm(forms.Form):
         help_text="Letters and digits (1 2 3, j k, s, e …) act on the task. Turn them off if "
         "you use speech input or press keys by accident; Enter and the arrow keys still work.",
     )
+
+
+class MyTasksFilterForm(forms.Form):
+    """The filters of "Your tasks", from the query string: words of the question (or a task's
+    number) and a status."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    status = forms.ChoiceField(
+        required=False,
+        label="Status",
+        choices=[("", "any"), ("in_progress", "in progress"), ("submitted", "submitted")],
+    )
+
+    def filters(self) -> dict[str, str | None]:
+        """The valid filters (an unknown value filters nothing rather than failing)."""
+        self.is_valid()
+        data = self.cleaned_data
+        return {"status": data.get("status") or None, "search": data.get("q") or ""}

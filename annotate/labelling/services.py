@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotate.common import computed
+from annotate.common import computed, safe_json
 from annotate.common.errors import ServiceError
 from annotate.imports.records import quote_occurs
 from annotate.models import (
@@ -25,6 +25,7 @@ from annotate.models import (
     CitationVerdict,
     Claim,
     ClaimLabel,
+    Flag,
     LabelRevision,
     Passage,
     RetrievedPassage,
@@ -556,3 +557,41 @@ def reopen_task(*, assignment: Assignment) -> Assignment:
     assignment.save(update_fields=["status", "touched_at", "undo_until"])
     computed.touch(assignment.project_id, answers=[assignment.answer_id])
     return assignment
+
+
+# --- Flags for the lead ------------------------------------------------------------------------
+
+MAX_FLAG_NOTE = 2000
+FLAGGED_ALREADY = "You flagged this task already: a lead will look at it."
+
+
+@transaction.atomic
+def flag_task(*, assignment: Assignment, reason: str, note: str = "") -> Flag:
+    """A reviewer flags their own task for the lead: a problem with the task itself, with one
+    of Flag.Reason and their own words (required with "other"). What the reviewer learns is
+    that the flag is stored, or that they flagged it already: never whether anybody else did,
+    nor anything a lead writes."""
+    if assignment.status == Assignment.Status.RELEASED:
+        raise ServiceError("This task was skipped: there is nothing to flag any more.")
+    if reason not in Flag.Reason.values:
+        choices = ", ".join(Flag.Reason.values)
+        raise ServiceError(f"Choose a reason for the flag ({choices}).")
+    note = note.strip()
+    if reason == Flag.Reason.OTHER and not note:
+        raise ServiceError("Say what is wrong with this task (a lead reads it).")
+    if len(note) > MAX_FLAG_NOTE:
+        raise ServiceError(f"Shorten the note to {MAX_FLAG_NOTE} characters ({len(note)} now).")
+    if problem := safe_json.text_problem(note):
+        raise ServiceError(f"The note: {problem}.")
+    # Serialised on the assignment: two quick clicks make one flag, not an integrity error.
+    Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("pk").first()
+    mine = Flag.objects.filter(answer_id=assignment.answer_id, reviewer_id=assignment.reviewer_id)
+    if mine.filter(resolved_at__isnull=True).exists():
+        raise ServiceError(FLAGGED_ALREADY)
+    return Flag.objects.create(
+        project_id=assignment.project_id,
+        answer_id=assignment.answer_id,
+        reviewer_id=assignment.reviewer_id,
+        reason=reason,
+        note=note,
+    )

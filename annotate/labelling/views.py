@@ -21,11 +21,19 @@ from annotate.common.errors import ServiceError
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.labelling import selectors, task_status
-from annotate.labelling.forms import AnswerLabelForm, ClaimLabelForm, PreferencesForm, SkipForm
+from annotate.labelling.forms import (
+    AnswerLabelForm,
+    ClaimLabelForm,
+    FlagForm,
+    MyTasksFilterForm,
+    PreferencesForm,
+    SkipForm,
+)
 from annotate.labelling.preferences import set_preferences
 from annotate.labelling.services import (
     StaleDraft,
     can_reopen,
+    flag_task,
     reopen_task,
     save_answer_label,
     save_claim_label,
@@ -92,6 +100,7 @@ def _screen_context(project, role, screen, errors=None, *, selected=None, **extr
         "failure_labels": FAILURE_KEYS,
         "relevance_choices": [(v, t) for v, t in RELEVANCE_RUBRIC.items()],
         "shortcuts": getattr(screen.assignment, "single_key_shortcuts", True),
+        "flag_form": FlagForm(),
         "saved_at": screen.assignment.touched_at if _drafted(screen) else None,
         **extra,
     }
@@ -331,20 +340,56 @@ def reopen(request, project, role, assignment):
     return redirect(_task_url(project, number))
 
 
+@require_http_methods(["GET", "POST"])
+@task_view
+def flag(request, project, role, assignment):
+    """Flag the task for the lead, with a reason: from the task screen's dialog, or this page
+    where scripts are off. The reviewer learns only that their flag is stored."""
+    number = assignment.answer.task_number
+    form = FlagForm(request.POST if request.method == "POST" else None)
+    error = ""
+    if form.is_valid():
+        try:
+            flag_task(
+                assignment=assignment,
+                reason=form.cleaned_data["reason"],
+                note=form.cleaned_data["note"],
+            )
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Task {number} is flagged for the lead.")
+            return redirect(_task_url(project, number))
+    elif form.is_bound:
+        error = "Choose what is wrong with this task."
+    context = {"project": project, "role": role, "number": number, "form": form, "error": error}
+    return render(request, "annotate/flag.html", context, status=400 if error else 200)
+
+
 MY_TASKS_PAGE = 50
 
 
 @require_http_methods(["GET"])
 @project_view(Role.REVIEWER)
 def my_tasks(request, project, role):
-    """The reviewer's submitted tasks, newest first, a page at a time (a reviewer of a large
-    project submits thousands); an htmx request for another page gets the table alone."""
+    """The reviewer's tasks (in progress and submitted) with their questions, newest first,
+    searched and filtered in the database and shown a page at a time (a reviewer of a large
+    project submits thousands), in the same queries whatever the page; an htmx request (a
+    search, a filter, another page) gets the table alone."""
+    form = MyTasksFilterForm(request.GET)
+    filters = form.filters()
     pager = paginate(
-        selectors.my_submitted_tasks(request.user, project), request.GET, per_page=MY_TASKS_PAGE
+        selectors.my_tasks(request.user, project, **filters), request.GET, per_page=MY_TASKS_PAGE
     )
     for assignment in pager.items:
         assignment.reopenable = can_reopen(assignment)
-    context = {"project": project, "role": role, "pager": pager}
+    context = {
+        "project": project,
+        "role": role,
+        "pager": pager,
+        "form": form,
+        "filtered": bool(filters["status"] or filters["search"]),
+    }
     if request.htmx and request.htmx.target == "my-tasks":
         return render(request, "annotate/my_tasks.html#tasks", context)
     context["progress"] = selectors.reviewer_progress(request.user, project)

@@ -6,6 +6,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from annotate.imports import uploads
+from annotate.models import failure_label_words
 
 register = template.Library()
 
@@ -26,6 +27,25 @@ def p_value(value) -> str:
     if p <= 0.0:
         return "p < 1e-300"
     return f"p = {p:.3f}" if p >= 0.01 else f"p = {p:.2g}"
+
+
+@register.filter
+def failure_words(label) -> str:
+    """missing_evidence → Missing evidence (annotate.models.failure_label_words)."""
+    return failure_label_words(label)
+
+
+@register.filter
+def duration(seconds) -> str:
+    """'45 s', '3 min 05 s', '1 h 02 min': time spent, in words a person reads at a glance."""
+    seconds = int(seconds or 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 @register.simple_tag

@@ -7,16 +7,19 @@ statistics stack (scipy, scikit-learn, pandas) that the run and comparison pages
 from __future__ import annotations
 
 from django import forms
+from django.db.models.fields.json import KT
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotate.common import computed
 from annotate.common.roles import project_view
 from annotate.gold.splits import DEFAULT_SPLIT
 from annotate.imports.lines import BundleInvalid
 from annotate.imports.uploads import validate_upload_size
-from annotate.models import Role
+from annotate.models import ComputedReport, Role
 from evaluation.judges.runs import self_judged_counts
 from evaluation.models import JudgeRun
+from evaluation.report_kinds import CALIBRATION
 from jobs import accept as jobs
 from jobs import views as job_views
 from jobs.models import Job
@@ -73,8 +76,10 @@ def _runs_context(project, role, *, form=None, bundle_errors=None) -> dict:
         JudgeRun.objects.filter(project=project).with_counts().select_related("imported_by")
     )
     counts = self_judged_counts(project, runs)
+    headlines = _headlines(project, runs)
     for run in runs:
         run.n_self_judged = counts[run.pk]
+        run.headline = headlines.get(run.pk)
     return {
         "project": project,
         "role": role,
@@ -83,6 +88,61 @@ def _runs_context(project, role, *, form=None, bundle_errors=None) -> dict:
         "compare_form": CompareForm(runs=JudgeRun.objects.filter(project=project)),
         "bundle_errors": bundle_errors,
     }
+
+
+HEADLINE_FIELDS = {
+    "n": "result__n",
+    "kappa": "result__kappa",
+    "low": "result__kappa_ci95__0",
+    "high": "result__kappa_ci95__1",
+    "accuracy": "result__accuracy",
+}
+
+
+def _headlines(project, runs) -> dict[int, dict]:
+    """Each run's headline figures on the default split (n, kappa with its 95% interval,
+    accuracy), read from the calibration a worker or a run's page already stored
+    (annotate.common.computed): one query for the reports and one for the revision, the
+    figures picked out by the database, nothing computed here and no report decoded whole. A
+    run with none stored yet has no headline; one stored for earlier labels says so
+    (`current` False)."""
+    keys = {f"{run.pk}:{DEFAULT_SPLIT}": run.pk for run in runs}
+    if not keys:
+        return {}
+    rows = (
+        ComputedReport.objects.filter(
+            project=project,
+            kind=CALIBRATION,
+            key__in=list(keys),
+            computed_at__isnull=False,
+            code_version=computed.CODE_VERSION,
+        )
+        .values("key", "revision", "computed_at")
+        .annotate(**{name: KT(path) for name, path in HEADLINE_FIELDS.items()})
+    )
+    out = {}
+    revision = None
+    for row in rows:
+        figures = {name: _number(row[name]) for name in HEADLINE_FIELDS}
+        if figures["n"] is None:
+            continue
+        if revision is None:
+            revision = computed.revisions(project)[0]
+        out[keys[row["key"]]] = {
+            **figures,
+            "n": int(figures["n"]),
+            "computed_at": row["computed_at"],
+            "current": row["revision"] == revision,
+        }
+    return out
+
+
+def _number(text) -> float | None:
+    """A figure picked out of a stored report's JSON (text, or null)."""
+    try:
+        return None if text is None else float(text)
+    except (TypeError, ValueError):
+        return None
 
 
 @require_GET

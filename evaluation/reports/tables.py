@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from annotate.models import failure_label_words
 from evaluation.metrics import FAILURE_LABELS, P95_METHOD
 from evaluation.reports.dataset import SLICES
 from evaluation.reports.evaluation import RANKINGS, STAGE_SLICES
@@ -240,7 +241,7 @@ def report_tables(report: dict) -> dict[str, Table]:
         "failure_labels",
         "Failure labels (answers carrying each label)",
         _c("slice:text:Slice\nvariant:text:Variant\nanswers:int:Answers (n)")
-        + [Column(label, label, "int") for label in FAILURE_LABELS]
+        + [Column(label, failure_label_words(label), "int") for label in FAILURE_LABELS]
         + [Column("pending", "Pending", "int")],
         [
             {"slice": s, "variant": name, **fl["counts"], **fl}

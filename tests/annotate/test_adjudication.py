@@ -103,7 +103,9 @@ def test_second_lead_saving_the_same_item_gets_a_conflict_and_nothing_is_lost(de
     assert list(Decision.objects.values_list("value", flat=True)) == ["supported"]
 
 
-def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
+def test_invalid_gold_values_are_refused_and_a_rationale_is_optional(demo, lead):
+    """Issue #34: one optional rationale per task (as Prodigy's review), per-field ones
+    optional too; a decision without any is stored with an empty rationale."""
     pair = first_disagreement(demo)
     answer = Answer.objects.get(pk=pair.answer_id)
     claim = answer.claims.get(pk=pair.claim_id)
@@ -115,15 +117,15 @@ def test_invalid_gold_values_and_missing_rationale_are_refused(demo, lead):
             rationale="x",
             decisions=[DecisionInput(claim=claim, field="support", value="maybe")],
         )
-    with pytest.raises(ServiceError, match="rationale"):
-        adjudicate(
-            answer=answer,
-            lead=lead,
-            version=0,
-            rationale=" ",
-            decisions=[DecisionInput(claim=claim, field="support", value="supported")],
-        )
     assert not Decision.objects.exists()
+    adjudicate(
+        answer=answer,
+        lead=lead,
+        version=0,
+        rationale=" ",
+        decisions=[DecisionInput(claim=claim, field="support", value="supported")],
+    )
+    assert list(Decision.objects.values_list("value", "rationale")) == [("supported", "")]
 
 
 def test_adjudication_waits_until_no_reviewer_can_undo_and_no_reopen_follows(demo, client, lead):

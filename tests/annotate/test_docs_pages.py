@@ -37,7 +37,9 @@ def test_headings_paragraphs_lists_code_and_tables_render():
     assert "<strong>bold</strong>" in html
     assert "<ul><li>one</li><li>two continued</li></ul>" in html
     assert "<ol><li>first</li><li>second</li></ol>" in html
-    assert '<pre class="doc-code" data-language="json"><code>{&quot;a&quot;: 1} &lt;b&gt;' in html
+    code = '<pre class="doc-code" data-language="json" tabindex="0"><code>{&quot;a&quot;: 1} '
+    code += "&lt;b&gt;"
+    assert code in html  # tabindex: a keyboard can scroll a wide block
     assert '<div class="table-wrap"><table class="table compact doc-table">' in html
     assert '<th scope="col">field</th>' in html
     assert "<td><code>a|b</code></td><td>the bar | stays</td>" in html

@@ -1,7 +1,7 @@
 """axe-core (through axe-playwright-python) on every page a reviewer and a lead can reach:
 no serious or critical violation anywhere. Pages with a state worth checking are checked in
-it (the labelling screen with a claim labelled and the shortcuts dialog open, the queue
-empty, a submitted task)."""
+it (the labelling screen with a claim labelled, the shortcuts and flag dialogs open, the queue
+empty, a submitted task, Your tasks searched, the adjudication queue with a reviewer's flag)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from annotate.imports.label_import import import_labels
+from annotate.labelling.services import flag_task
 from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, Project, Role
 from annotate.projects.opening import open_labelling
@@ -89,13 +90,20 @@ def test_a_reviewer_s_pages_have_no_serious_accessibility_violation(page, demo, 
     page.keyboard.press("?")
     check(page, None, problems)  # the shortcuts dialog
     page.keyboard.press("Escape")
-    check(page, "/p/demo/tasks/", problems)  # my tasks (empty)
+    page.locator("[data-open-flag]").click()
+    expect(page.locator("#flag-dialog")).to_be_visible()
+    check(page, None, problems)  # the "flag for the lead" dialog
+    page.keyboard.press("Escape")
+    check(page, "/p/demo/tasks/", problems)  # my tasks (the one in progress)
     # a submitted task, read-only, and the list of submitted tasks
     done = Assignment.objects.filter(reviewer__username="alice").select_related("answer").first()
     page.context.clear_cookies()
     login(page, done.reviewer)
     check(page, f"/p/demo/tasks/{done.answer.task_number}/", problems)
     check(page, "/p/demo/tasks/", problems)
+    check(page, "/p/demo/tasks/?q=exam&status=submitted", problems)  # searched and filtered
+    check(page, "/p/demo/tasks/?q=zyzzyva", problems)  # nothing found
+    check(page, f"/p/demo/tasks/{done.answer.task_number}/flag/", problems)  # the flag page
     for doc in ("bundle-format", "gold-export", "judge-runs", "ragas", "api"):
         check(page, f"/docs/{doc}/", problems)
     # at phone width: the task, and the docs whose code blocks then scroll sideways
@@ -115,6 +123,8 @@ def test_a_reviewer_s_pages_have_no_serious_accessibility_violation(page, demo, 
 def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead):
     problems: list[str] = []
     may_create_projects(lead)  # the New project page is among them
+    flagged = Assignment.objects.filter(project=demo).first()
+    flag_task(assignment=flagged, reason="other", note="The answer stops mid-sentence.")
     login(page, lead)
     run = JudgeRun.objects.get(project=demo)
     answer = Answer.objects.filter(project=demo).exclude(claims=None).first()
@@ -152,7 +162,8 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
     page.keyboard.press("?")
     check(page, None, problems)  # its keys
     page.keyboard.press("Escape")
-    page.keyboard.press("Enter")  # no rationale: refused, with the message focused
+    page.reload()
+    page.keyboard.press("Enter")  # nothing chosen: refused, with the message focused
     page.wait_for_selector("#adjudication-error:focus")
     check(page, None, problems)
     # the evaluation report's paired comparison, its tab chosen by the address

@@ -118,11 +118,8 @@ def test_a_dispute_of_two_fields_is_decided_and_saved_in_six_keys(page, demo, le
     assert pending_fields(demo, number) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pass 2 of #34: services.adjudicate still requires a rationale for each decision",
-)
 def test_a_dispute_of_two_fields_needs_no_rationale_a_b_enter(page, demo, lead):
+    """The rationale is optional (one per task, per-field ones too): a, b, Enter."""
     login(page, lead)
     number = two_field_dispute(demo)
     page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
@@ -171,8 +168,7 @@ def test_with_single_key_shortcuts_off_letters_do_nothing_but_enter_and_escape_w
     set_preferences(user=lead, single_key_shortcuts=False)
     login(page, lead)
     number = open_first_disagreement(page, demo)
-    if page.locator("#adjudication[data-shortcuts=off]").count() == 0:
-        pytest.xfail("pass 2 of #34: the adjudicate view does not pass the preference yet")
+    expect(page.locator("#adjudication[data-shortcuts=off]")).to_have_count(1)
     first = page.locator("tr.field-row.undecided").first
     page.keyboard.press("a")
     assert checked(first) is None

@@ -55,7 +55,7 @@ def test_lead_reads_agreement_adjudicates_and_downloads_valid_gold(page, demo, l
     )
     screenshot(page, "adjudication-screen")
     page.get_by_role("button", name="Save and next disagreement").click()
-    expect(page.locator(".flash.success")).to_contain_text("decision(s) saved")
+    expect(page.locator(".flash.success")).to_contain_text("1 decision saved")
     assert Decision.objects.filter(decided_by=lead).exists()
 
     page.goto(f"/p/{demo.slug}/adjudicate/")

@@ -3,7 +3,8 @@ test artifacts (test-artifacts/*.png) for a person to look at: the labelling scr
 reviewer's tasks; the adjudication screen and queue, gold, agreement, evaluation (and its
 paired comparison), the judges list and a run's calibration, the members (reviewers) page and
 a docs page. Each shot also checks the one layout rule a picture most often breaks: nothing
-wider than the window."""
+wider than the window; at phone width no table scrolls sideways either (its rows stack), but
+a confusion matrix."""
 
 from __future__ import annotations
 
@@ -110,8 +111,9 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
             ("agreement", "/p/demo/agreement/"),
             ("evaluation", "/p/demo/evaluation/?a=baseline&b=verifier"),
             ("evaluation-comparison", "/p/demo/evaluation/?a=baseline&b=verifier#comparison"),
-            ("judges", "/p/demo/judges/"),
+            # the run's calibration first: the judges list then shows its headline figures
             ("calibration", f"/p/demo/judges/{run.pk}/"),
+            ("judges", "/p/demo/judges/"),
             ("reviewers", "/p/demo/members/"),
             ("docs", "/docs/bundle-format/"),
         ]
@@ -121,5 +123,21 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
                 page.wait_for_load_state("load")
             screenshot(page, f"{name}-{width}")
             no_horizontal_scroll(page)
+            if size == "phone":
+                no_table_scrolls_sideways(page)
+        page.goto("/p/demo/judges/")
+        expect(page.locator("table").first).to_contain_text("[")  # kappa's interval
     finally:
         context.close()
+
+
+def no_table_scrolls_sideways(page) -> None:
+    """At phone width a table stacks its rows (or wraps); only a matrix keeps its grid."""
+    page.wait_for_load_state("load")
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('.table-wrap, table')]
+            .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
+            .filter(e => !e.querySelector('#confusion') && e.id !== 'confusion')
+            .map(e => e.querySelector('caption')?.textContent?.trim() || e.className)"""
+    )
+    assert wide == [], f"{page.url}: {wide} scroll sideways"

@@ -217,3 +217,18 @@ def test_on_a_touch_screen_no_key_hints_are_shown(browser, live_server, demo, re
         expect(page.locator("[data-open-shortcuts]")).to_be_hidden()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width,height", [(1440, 900), (390, 844)])
+def test_a_choice_group_s_key_hint_stays_beside_its_word(page, demo, reviewer_a, width, height):
+    """The relevance chips wrapped with the `r` hint under the word "Relevance"."""
+    page.set_viewport_size({"width": width, "height": height})
+    sign_in(page, reviewer_a)
+    open_task(page, task_of(demo, reviewer_a, "a2-weight/baseline"))
+    legends = page.locator(".choice-group > legend:has(kbd)")
+    assert legends.count() >= 1
+    for i in range(legends.count()):
+        legend = legends.nth(i)
+        first, hint = legend.bounding_box(), legend.locator("kbd").first.bounding_box()
+        assert hint["y"] - first["y"] < 8, (legend.inner_text(), first, hint)
+        assert hint["x"] > first["x"] + 10  # after the word, on its line

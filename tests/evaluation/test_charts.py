@@ -173,3 +173,32 @@ def test_one_label_reason_tells_which_reviewer_made_kappa_meaningless():
     assert one_label_reason(labels, [[5, 0], [0, 0]]).startswith("reviewer A and reviewer B")
     assert one_label_reason(labels, [[3, 1], [1, 2]]) is None
     assert one_label_reason(labels, [[0, 0], [0, 0]]) is None
+
+
+@pytest.mark.parametrize("width", [340, 560])
+def test_interval_chart_labels_stay_clear_of_the_interval_lines(width):
+    """#34: at 390 px the value labels were clipped, and at 1440 long row names ran into the
+    interval lines. Names sit above their row, values to the right of the plot: no text box
+    crosses an interval line or a dot, and every text stays inside the chart."""
+    rows = [
+        charts.IntervalRow(f"{LONG} against reviewer B, {name}", value, ci, 40)
+        for name, value, ci in [
+            ("support", 0.613, (-0.987, 0.999)),
+            ("severity", -0.25, (-1.0, 0.5)),
+            ("binary", 0.98, (0.9, 1.0)),
+        ]
+    ]
+    root = parse(charts.interval_chart("Kappa", rows, low=-1.0, high=1.0, width=width))
+    assert_inside_and_apart(root)
+    marks = []
+    for path in root.findall("svg:path", NS):
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", path.get("d"))]
+        x_lo, cy, x_hi = numbers[0], numbers[1], numbers[2]
+        marks.append((x_lo, cy - 5, x_hi, cy + 5))
+    for circle in root.findall("svg:circle", NS):
+        cx, cy = float(circle.get("cx")), float(circle.get("cy"))
+        marks.append((cx - 4.5, cy - 4.5, cx + 4.5, cy + 4.5))
+    assert len(marks) == 6
+    for text in texts(root):
+        for mark in marks:
+            assert not overlap(box(text), mark), f"{text.text!r} runs into an interval"
