@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -499,6 +500,7 @@ def _judge_import(job: Job, progress: Progress) -> None:
 def _gold_export(job: Job, progress: Progress) -> None:
     from annotate.common.jsonl import jsonl
     from annotate.gold.exports import gold_csv, gold_rows
+    from annotate.gold.parquet import write_parquet
 
     project = Project.objects.get(pk=job.project_id)
     fmt = job.params["format"]
@@ -531,7 +533,13 @@ def _gold_export(job: Job, progress: Progress) -> None:
         # 0.6 of 3.3 s for 55,000 rows. (The download a request streams keeps the collector:
         # a slow reader would hold it off for the whole web process.)
         with collector.paused():
-            saved = _save_whole(name, _Chunks(body))
+            if fmt == "parquet":  # written whole first: Parquet's footer comes last
+                with tempfile.TemporaryFile() as out:
+                    write_parquet(counted(), out)
+                    out.seek(0)
+                    saved = _save_whole(name, File(out))
+            else:
+                saved = _save_whole(name, _Chunks(body))
     try:
         with transaction.atomic():
             finish(

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotate.common.errors import ServiceError
+from annotate.gold.exports import content_type
 from annotate.models import Role
 from jobs import services
 from jobs.models import Job
@@ -150,10 +151,9 @@ def job_download(request, job_id):
     if job.status != Job.Status.SUCCEEDED or not job.output:
         raise Http404("Not ready")
     fmt = job.params.get("format", "jsonl")
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     return FileResponse(
         services.storage().open(job.output, "rb"),
         as_attachment=True,
         filename=f"{job.project_slug}-gold.{fmt}",
-        content_type=f"{content_type}; charset=utf-8",
+        content_type=content_type(fmt),
     )

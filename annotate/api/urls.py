@@ -43,4 +43,5 @@ urlpatterns = [
     ),
     path(P + "gold.jsonl", gold.GoldJSONL.as_view(), name="gold-jsonl"),
     path(P + "gold.csv", gold.GoldCSV.as_view(), name="gold-csv"),
+    path(P + "gold.parquet", gold.GoldParquet.as_view(), name="gold-parquet"),
 ]

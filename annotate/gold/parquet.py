@@ -12,6 +12,7 @@ A value that is null, or a column a row does not carry, is null."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -117,3 +118,13 @@ def write_parquet(rows: Iterable[dict], sink: str | IO[bytes], *, batch_rows: in
         for row in rows:
             writer.write(row)
     return writer.rows
+
+
+def parquet_file(rows: Iterable[dict]):
+    """The rows as a Parquet file in a temporary file, rewound, for a response to send (a
+    Parquet file cannot stream as it is written: its footer, which readers start from, comes
+    last). The caller closes it; FileResponse does."""
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (returned open: the response closes it)
+    write_parquet(rows, out)
+    out.seek(0)
+    return out

@@ -5,7 +5,7 @@ long for a request."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -13,6 +13,7 @@ from annotate.common.jsonl import jsonl
 from annotate.common.roles import project_view
 from annotate.gold import exports
 from annotate.gold.forms import GoldExportForm
+from annotate.gold.parquet import parquet_file
 from annotate.gold.selectors import imported_alone, pair_summary
 from annotate.models import Role
 from annotate.report_cache import reports_of
@@ -49,7 +50,7 @@ def gold_page(request, project, role):
 
 @project_view(Role.LEAD)
 def gold_download(request, project, role, fmt):
-    if fmt not in ("jsonl", "csv"):
+    if fmt not in exports.FORMATS:
         raise Http404("Not found")
     form = GoldExportForm(request.GET)
     if not form.is_valid():
@@ -67,8 +68,15 @@ def gold_download(request, project, role, fmt):
         )
         return redirect("job", job_id=job.pk)
     rows = exports.gold_rows(project, **form.options())
+    filename = f"{project.slug}-gold.{fmt}"
+    if fmt == "parquet":
+        return FileResponse(
+            parquet_file(rows),
+            as_attachment=True,
+            filename=filename,
+            content_type=exports.content_type(fmt),
+        )
     body = jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-gold.{fmt}"'
+    response = StreamingHttpResponse(body, content_type=exports.content_type(fmt))
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -5,14 +5,13 @@ the release; CSV and Parquet are derived from its bytes, so they never change ei
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 
 from django.core.files.storage import storages
 from django.db.models import QuerySet
 
 from annotate.gold.exports import gold_csv
-from annotate.gold.parquet import write_parquet
+from annotate.gold.parquet import parquet_file
 from annotate.models import GoldRelease, Project
 
 FORMATS = ("jsonl", "csv", "parquet")
@@ -51,9 +50,6 @@ def release_csv(release: GoldRelease) -> Iterator[str]:
 
 
 def release_parquet(release: GoldRelease):
-    """The release as one Parquet file: a temporary file, rewound (Parquet's footer comes
-    last, so it cannot stream as it is written). The caller closes it."""
-    out = tempfile.TemporaryFile()  # noqa: SIM115 (returned open: the response closes it)
-    write_parquet(release_rows(release), out)
-    out.seek(0)
-    return out
+    """The release as one Parquet file: a temporary file, rewound (parquet.parquet_file).
+    The caller closes it."""
+    return parquet_file(release_rows(release))
