@@ -57,6 +57,7 @@ class Job(models.Model):
         GOLD_IMPORT = "gold_import", "Gold import"
         JUDGE_IMPORT = "judge_import", "Judge run import"
         GOLD_EXPORT = "gold_export", "Gold export"
+        GOLD_RELEASE = "gold_release", "Gold release"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Waiting for a worker"
@@ -138,7 +139,7 @@ class Job(models.Model):
 
     @property
     def is_import(self) -> bool:
-        return self.kind != self.Kind.GOLD_EXPORT
+        return self.kind not in (self.Kind.GOLD_EXPORT, self.Kind.GOLD_RELEASE)
 
     @property
     def finished(self) -> bool:

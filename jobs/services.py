@@ -127,6 +127,24 @@ def start_gold_export(
     return job
 
 
+def start_gold_release(*, project: Project, user, options: dict[str, Any], rows: int) -> Job:
+    """Queue a release of the gold set of `project` (annotate.releases.services.start_release
+    has checked its name and options; `rows` is how many it will hold, for the progress bar).
+    The job's output is the release's JSONL file once made."""
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=Job.Kind.GOLD_RELEASE,
+            project=project,
+            project_slug=project.slug,
+            created_by=user,
+            params={"format": "jsonl", "release": options},
+            rows_total=rows,
+        )
+        _enqueue(job)
+    job.refresh_from_db()
+    return job
+
+
 def retry_job(*, job: Job, confirm_deletions: bool = False) -> Job:
     """Queue a failed job, or one whose worker was lost, again. The attempt that lost its
     worker, should it still be alive somewhere, can no longer finish: its final update asks
@@ -553,6 +571,37 @@ def _gold_export(job: Job, progress: Progress) -> None:
         raise
 
 
+def _gold_release(job: Job, progress: Progress) -> None:
+    from annotate.releases.services import create_release
+
+    project = Project.objects.get(pk=job.project_id)
+    # create_release reads the rows in one snapshot and commits the release itself; the job's
+    # row is written after, as an export's is (its heartbeats update that row meanwhile).
+
+    def written() -> None:
+        progress.rows_written += 1
+
+    release = create_release(
+        project=project, user=job.created_by, on_row=written, **job.params["release"]
+    )
+    try:
+        with transaction.atomic():
+            finish(
+                job,
+                progress,
+                result={
+                    "rows": release.row_count,
+                    "release": release.name,
+                    "sha256": release.sha256,
+                },
+                output=release.file,
+            )
+    except Superseded:
+        release.delete()  # the retry that owns the job makes it again
+        storage().delete(release.file)
+        raise
+
+
 def _save_whole(name: str, content: File) -> str:
     """Storage.save, but a file that fails halfway (a database error in the middle of the
     rows, a full disk) is removed rather than left behind, unlisted, under exports/."""
@@ -600,4 +649,5 @@ WORK: dict[str, Callable[[Job, Progress], None]] = {
     Job.Kind.GOLD_IMPORT: _gold_import,
     Job.Kind.JUDGE_IMPORT: _judge_import,
     Job.Kind.GOLD_EXPORT: _gold_export,
+    Job.Kind.GOLD_RELEASE: _gold_release,
 }

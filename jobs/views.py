@@ -123,7 +123,7 @@ def job_page(request, job_id):
 
 def _again_url(job: Job) -> str:
     """The form to upload a corrected file on."""
-    if job.kind == Job.Kind.GOLD_EXPORT:
+    if job.kind in (Job.Kind.GOLD_EXPORT, Job.Kind.GOLD_RELEASE):
         return reverse("gold", kwargs={"slug": job.project_slug})
     if job.kind == Job.Kind.JUDGE_IMPORT:
         return reverse("judges", kwargs={"slug": job.project_slug})

@@ -27,7 +27,7 @@ from annotate.gold.exports import JUDGE_SPLITS, content_type
 from annotate.models import GoldRelease
 from annotate.releases import selectors
 from annotate.releases.diff import diff_releases
-from annotate.releases.services import ReleaseRefused, create_release
+from annotate.releases.services import ReleaseRefused, start_release
 from jobs.serializers import ACCEPTED_202, accepted
 
 
@@ -136,7 +136,7 @@ class ReleaseList(ListView, LeadView):
             "decided_only": data["decided_only"],
         }
         try:
-            made = create_release(project=self.project, user=request.user, **options)
+            made = start_release(project=self.project, user=request.user, **options)
         except ReleaseRefused as exc:
             return Response({"name": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         if not isinstance(made, GoldRelease):  # a job: a worker makes it

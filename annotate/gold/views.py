@@ -16,6 +16,8 @@ from annotate.gold.forms import GoldExportForm
 from annotate.gold.parquet import parquet_file
 from annotate.gold.selectors import imported_alone, pair_summary
 from annotate.models import Role
+from annotate.releases.forms import ReleaseForm
+from annotate.releases.selectors import releases_of
 from annotate.report_cache import reports_of
 
 
@@ -23,29 +25,32 @@ from annotate.report_cache import reports_of
 @project_view(Role.LEAD)
 def gold_page(request, project, role):
     """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
-    and the download's filters."""
+    the download's filters, and the releases made of it."""
+    return render(request, "annotate/gold.html", gold_page_context(request, project, role))
+
+
+def gold_page_context(request, project, role, *, release_form=None) -> dict:
+    """The gold page's context; `release_form` is a refused release's form, shown with its
+    errors (annotate.releases.views)."""
     form = GoldExportForm(request.GET or None)
     reports = reports_of(project)  # the data version read once for both
-    return render(
-        request,
-        "annotate/gold.html",
-        {
-            "project": project,
-            "role": role,
-            "form": form,
-            # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
-            # with the adjudication queue; after a submission or a decision only the answers
-            # that changed are derived again (PairShares). Beside them, the items
-            # whose gold is imported alone.
-            "counts": exports.gold_counts(
-                project,
-                summary=pair_summary(project, reports),
-                imported=imported_alone(project, reports),
-            ),
-            "written_by_worker": exports.gold_size(project)
-            > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
-        },
-    )
+    return {
+        "project": project,
+        "role": role,
+        "form": form,
+        # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
+        # with the adjudication queue; after a submission or a decision only the answers
+        # that changed are derived again (PairShares). Beside them, the items
+        # whose gold is imported alone.
+        "counts": exports.gold_counts(
+            project,
+            summary=pair_summary(project, reports),
+            imported=imported_alone(project, reports),
+        ),
+        "written_by_worker": exports.gold_size(project) > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
+        "releases": list(releases_of(project)),
+        "release_form": release_form or ReleaseForm(),
+    }
 
 
 @project_view(Role.LEAD)

@@ -8,7 +8,9 @@ import contextlib
 import hashlib
 import re
 import tempfile
+from collections.abc import Callable
 
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import storages
 from django.db import IntegrityError, connection, transaction
@@ -16,10 +18,18 @@ from django.utils import timezone
 
 from annotate.common import collector
 from annotate.common.errors import ServiceError
-from annotate.gold.exports import GOLD_SCHEMA_VERSION, GoldFilter, gold_fingerprint, gold_rows
+from annotate.gold.exports import (
+    GOLD_SCHEMA_VERSION,
+    GoldFilter,
+    gold_fingerprint,
+    gold_rows,
+    gold_size,
+)
 from annotate.gold.pairs import row_state
 from annotate.models import GoldRelease, Project
 from annotate.releases.card import ReleaseCounts, dataset_card
+from jobs import services as jobs
+from jobs.models import Job
 
 # Names people cite and type: v1, 2026-12-07, gold-v1.2 -- letters, digits, '.', '_', '-'.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -58,6 +68,29 @@ def check_options(*, item: str, split: str, decided_only: bool) -> GoldFilter:
         raise ReleaseRefused(str(exc)) from exc
 
 
+def start_release(
+    *,
+    project: Project,
+    name: str,
+    user=None,
+    item: str = "all",
+    split: str = "all",
+    decided_only: bool = False,
+) -> GoldRelease | Job:
+    """Make a release now (create_release), or, for a gold set past
+    CLAIMDESK_GOLD_STREAM_MAX_ROWS rows, queue a worker's job that makes it (its name and
+    options checked first, so a refused one is refused now). Returns the release or the job."""
+    check_name(project, name)
+    check_options(item=item, split=split, decided_only=decided_only)
+    size = gold_size(project)
+    if size > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS:
+        options = {"name": name, "item": item, "split": split, "decided_only": decided_only}
+        return jobs.start_gold_release(project=project, user=user, options=options, rows=size)
+    return create_release(
+        project=project, name=name, user=user, item=item, split=split, decided_only=decided_only
+    )
+
+
 def create_release(
     *,
     project: Project,
@@ -66,12 +99,14 @@ def create_release(
     item: str = "all",
     split: str = "all",
     decided_only: bool = False,
+    on_row: Callable[[], None] | None = None,
 ) -> GoldRelease:
     """Freeze the project's gold as it is now under `name`: the gold export's JSONL (the
     options as export_gold's), written once to the "jobs" storage with its SHA-256, row count
     and dataset card; returns the release. Raises ReleaseRefused for a bad or taken name or
     bad options. The rows, their counts and the card's agreement are read in one snapshot
-    of the database (PostgreSQL), so the card describes exactly the file."""
+    of the database (PostgreSQL), so the card describes exactly the file. `on_row` is called
+    after each row is written (a job's progress)."""
     check_name(project, name)
     chosen = check_options(item=item, split=split, decided_only=decided_only)
     fresh = not connection.in_atomic_block
@@ -80,11 +115,13 @@ def create_release(
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         with tempfile.TemporaryFile() as body, collector.paused():
-            digest, size, counts = _write_rows(project, chosen, body)
+            digest, size, counts = _write_rows(project, chosen, body, on_row)
             return _record(project, name, user, chosen, body, digest, size, counts)
 
 
-def _write_rows(project: Project, chosen: GoldFilter, body) -> tuple[str, int, ReleaseCounts]:
+def _write_rows(
+    project: Project, chosen: GoldFilter, body, on_row
+) -> tuple[str, int, ReleaseCounts]:
     """The export's JSONL into `body`, hashed and counted as it goes (memory stays flat)."""
     sha = hashlib.sha256()
     counts = ReleaseCounts()
@@ -97,6 +134,8 @@ def _write_rows(project: Project, chosen: GoldFilter, body) -> tuple[str, int, R
         sha.update(line)
         size += len(line)
         counts.add(row, row_state(row["gold_source"]))
+        if on_row is not None:
+            on_row()
     return sha.hexdigest(), size, counts
 
 
