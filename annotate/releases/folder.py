@@ -14,6 +14,11 @@ from annotate.models import GoldRelease
 from annotate.releases.card import data_path
 from annotate.releases.selectors import release_rows
 
+NO_TOKEN = (
+    "No Hugging Face token: set HF_TOKEN (a write token of the account or organisation that "
+    "owns the dataset repository) to push a release to the Hub."
+)
+
 
 class HubRefused(ServiceError):
     pass
@@ -56,10 +61,7 @@ def push_to_hub(
     Raises HubRefused without a token (HF_TOKEN)."""
     token = hub_token()
     if token is None:
-        raise HubRefused(
-            "No Hugging Face token: set HF_TOKEN (a write token of the account or organisation "
-            "that owns the dataset repository) to push a release to the Hub."
-        )
+        raise HubRefused(NO_TOKEN)
     # late import: heavy library (memory)
     from huggingface_hub import HfApi
 

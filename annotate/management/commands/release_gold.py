@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.common.errors import ServiceError
 from annotate.gold.exports import ITEMS, JUDGE_SPLITS
 from annotate.models import Project
-from annotate.releases.folder import push_to_hub, write_folder
+from annotate.releases.folder import NO_TOKEN, hub_token, push_to_hub, write_folder
 from annotate.releases.services import ReleaseRefused, create_release
 
 
@@ -43,6 +43,8 @@ class Command(BaseCommand):
             raise CommandError(f"No project '{project}'.")
         if options["push_to_hub"] and not options["output_dir"]:
             raise CommandError("--push-to-hub needs --output-dir: the folder it uploads.")
+        if options["push_to_hub"] and hub_token() is None:
+            raise CommandError(NO_TOKEN)
         try:
             release = create_release(
                 project=found,
