@@ -109,9 +109,13 @@ def create_release(
     after each row is written (a job's progress)."""
     check_name(project, name)
     chosen = check_options(item=item, split=split, decided_only=decided_only)
-    fresh = not connection.in_atomic_block
-    with transaction.atomic():
-        if connection.vendor == "postgresql" and fresh:
+    # One snapshot for the rows, their counts and the card: on PostgreSQL a REPEATABLE READ
+    # transaction (inside a caller's, its snapshot). SQLite opens every transaction with the
+    # write lock (settings), which would stall every label save for the whole file: there the
+    # rows are read query by query, as the worker's gold export reads them.
+    snapshot = not connection.in_atomic_block and connection.vendor == "postgresql"
+    with transaction.atomic() if snapshot else contextlib.nullcontext():
+        if snapshot:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         with tempfile.TemporaryFile() as body, collector.paused():
@@ -186,9 +190,3 @@ def _record(project, name, user, chosen, body, digest, size, counts) -> GoldRele
         storage().delete(stored)
         raise
 
-
-@contextlib.contextmanager
-def opened(release: GoldRelease):
-    """The release's JSONL file, open for reading in binary."""
-    with storage().open(release.file, "rb") as stream:
-        yield stream
