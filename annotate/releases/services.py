@@ -189,4 +189,3 @@ def _record(project, name, user, chosen, body, digest, size, counts) -> GoldRele
     except BaseException:
         storage().delete(stored)
         raise
-

@@ -323,3 +323,19 @@ def test_a_large_gold_set_is_released_by_a_worker(demo, lead, settings):
     page = browser.post(reverse("release_new", args=["demo"]), {"release-name": "big2"})
     assert page.status_code == 302 and "/jobs/" in page["Location"]
     assert GoldRelease.objects.filter(name="big2").exists()
+
+
+def test_the_release_list_costs_one_query_however_many_releases(
+    demo, lead, django_assert_num_queries
+):
+    browser = Client()
+    browser.force_login(lead)
+    url = reverse("gold", args=["demo"])
+    browser.get(url)  # the counts derived and kept
+    with django_assert_num_queries(8):
+        browser.get(url)
+    for name in ("v1", "v2", "v3"):
+        create_release(project=demo, name=name, user=lead)
+    with django_assert_num_queries(8):
+        page = browser.get(url).content.decode()
+    assert all(f'data-release="{name}"' in page for name in ("v1", "v2", "v3"))
