@@ -109,7 +109,7 @@ class ReleaseList(ListView, LeadView):
     @extend_schema(
         tags=["releases"],
         summary="The project's gold releases, newest first",
-        responses=responses(ReleaseSerializer(many=True)),
+        responses=responses(ReleaseSerializer(many=True), r400=ERROR_400),
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
