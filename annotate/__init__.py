@@ -10,7 +10,10 @@ selectors (reads), views and forms, and its package docstring names its modules:
 - queue/: which task a reviewer gets next, skipping, releasing abandoned tasks
 - labelling/: the reviewer's screen: drafts, checks, submitting, reopening, preferences
 - adjudication/: the adjudication queue and screen, a lead's decisions
-- gold/: gold derived from the pairs and imported gold, the gold page and export
+- gold/: gold derived from the pairs and imported gold, the gold page and export (JSONL, CSV,
+  Parquet)
+- releases/: the gold set frozen under a name (release_gold), its dataset card, its Hugging Face
+  dataset folder and its diff (diff_gold)
 - members/: who is in a project in which role, API tokens, the locked-out login page
 - api/: the REST API, one module per capability (jobs' endpoints too), and the base every
   API shares

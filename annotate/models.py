@@ -17,6 +17,7 @@ against this one module, and the capabilities' folders (see annotate/__init__.py
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from annotate.schema import LabelSchema, default_schema
@@ -796,3 +797,40 @@ class ImportedClaimGold(models.Model):
 
     def __str__(self) -> str:
         return f"imported gold of claim {self.claim_id}"
+
+
+class GoldRelease(models.Model):
+    """A frozen, named version of a project's gold set (annotate.releases): the JSONL export's
+    exact bytes as they were when it was made, kept in the "jobs" storage under `file`, with
+    their SHA-256, the options it was made with and its dataset card. Never changed once made:
+    later labels and decisions make a new release, never a different one of the same name."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="gold_releases", db_index=False
+    )
+    name = models.CharField(max_length=64, help_text="v1, 2026-12-07 ... unique in the project.")
+    item = models.CharField(max_length=10, default="all", help_text="claim, answer or all rows.")
+    split = models.CharField(max_length=10, default="all", help_text="The judge split, or all.")
+    decided_only = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    schema_version = models.CharField(max_length=40, help_text="The gold rows' format version.")
+    export_id = models.CharField(max_length=64, help_text="The gold export's fingerprint.")
+    row_count = models.PositiveIntegerField(default=0)
+    # Rows by (item, judge split): the dataset folder's files (annotate.releases.folder).
+    partitions = models.JSONField(default=dict, blank=True)
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the JSONL file's bytes.")
+    size = models.BigIntegerField(default=0, help_text="The JSONL file's size in bytes.")
+    file = models.CharField(max_length=255, help_text='The JSONL file in the "jobs" storage.')
+    card = models.TextField(help_text="The dataset card (Hugging Face README.md).")
+
+    class Meta:
+        ordering = ["project_id", "-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_release_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"gold release {self.name} of {self.project_id}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import tempfile
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -22,6 +23,7 @@ from django.urls import reverse
 from annotate.common import collector, computed, jsonl
 from annotate.common.errors import ServiceError
 from annotate.gold import exports
+from annotate.gold.parquet import write_parquet
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.bundle_plan import DeletionsNotConfirmed
 from annotate.imports.gold_import import import_gold
@@ -30,6 +32,7 @@ from annotate.imports.lines import BundleError, BundleInvalid
 from annotate.imports.ragas_import import import_ragas, import_ragas_new_project
 from annotate.models import Project
 from annotate.projects.creation import import_new_project
+from annotate.releases.services import create_release
 from annotate.schema import LabelSchema
 from jobs import kinds
 from jobs.framework import task
@@ -230,7 +233,13 @@ def _gold_export(job: Job, progress: Progress) -> None:
         # 0.6 of 3.3 s for 55,000 rows. (The download a request streams keeps the collector:
         # a slow reader would hold it off for the whole web process.)
         with collector.paused():
-            saved = _save_whole(name, _Chunks(body))
+            if fmt == "parquet":  # written whole first: Parquet's footer comes last
+                with tempfile.TemporaryFile() as out:
+                    write_parquet(counted(), out)
+                    out.seek(0)
+                    saved = _save_whole(name, File(out))
+            else:
+                saved = _save_whole(name, _Chunks(body))
     try:
         with transaction.atomic():
             finish(
@@ -241,6 +250,35 @@ def _gold_export(job: Job, progress: Progress) -> None:
             )
     except Superseded:
         storage().delete(saved)
+        raise
+
+
+def _gold_release(job: Job, progress: Progress) -> None:
+    project = Project.objects.get(pk=job.project_id)
+    # create_release reads the rows in one snapshot and commits the release itself; the job's
+    # row is written after, as an export's is (its heartbeats update that row meanwhile).
+
+    def written() -> None:
+        progress.rows_written += 1
+
+    release = create_release(
+        project=project, user=job.created_by, on_row=written, **job.params["release"]
+    )
+    try:
+        with transaction.atomic():
+            finish(
+                job,
+                progress,
+                result={
+                    "rows": release.row_count,
+                    "release": release.name,
+                    "sha256": release.sha256,
+                },
+                output=release.file,
+            )
+    except Superseded:
+        release.delete()  # the retry that owns the job makes it again
+        storage().delete(release.file)
         raise
 
 
@@ -347,12 +385,26 @@ kinds.register(
     announce=_announce_gold,
     **{**IMPORTS, "done_url": _gold_url},
 )
+
+
+def _download_type(job: Job) -> str:
+    return exports.content_type(job.params.get("format", "jsonl"))
+
+
 kinds.register(
     Job.Kind.GOLD_EXPORT,
     run=refusing(_gold_export),
     is_import=False,
     again_url=_gold_url,
     problems=bundle_errors,
+    content_type=_download_type,
+)
+kinds.register(
+    Job.Kind.GOLD_RELEASE,
+    run=refusing(_gold_release),
+    is_import=False,
+    again_url=_gold_url,
+    content_type=_download_type,
 )
 
 

@@ -11,6 +11,7 @@ from annotate.members import views as members
 from annotate.projects import views as projects
 from annotate.projects.access import project_creators_only
 from annotate.queue import views as queue
+from annotate.releases import views as releases
 
 urlpatterns = [
     path("", projects.home, name="home"),
@@ -56,4 +57,10 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/gold/", gold.gold_page, name="gold"),
     path("p/<slug:slug>/gold.<str:fmt>", gold.gold_download, name="gold_download"),
+    path("p/<slug:slug>/gold/releases/", releases.release_new, name="release_new"),
+    path(
+        "p/<slug:slug>/gold/releases/<str:name>/gold.<str:fmt>",
+        releases.release_download,
+        name="release_download",
+    ),
 ]

@@ -50,6 +50,8 @@ class Kind:
     # A refused file's problems as the pages show them (an object with `errors` and
     # `grouped()`), or None.
     problems: JobHook | None = None
+    # The Content-Type of the file a job of this kind writes (its `output`), for its download.
+    content_type: JobHook | None = None
 
 
 class Refused(Exception):
@@ -117,6 +119,12 @@ def problems(job):
     """A refused file's problems, as the upload pages show them, or None."""
     hook = get(job.kind).problems
     return hook(job) if hook is not None and job.errors else None
+
+
+def download_type(job) -> str:
+    """The Content-Type of the file the job wrote, as its kind says (binary when it does not)."""
+    hook = get(job.kind).content_type
+    return hook(job) if hook is not None else "application/octet-stream"
 
 
 def check(names: Iterable[str]) -> list[checks.CheckMessage]:

@@ -59,6 +59,7 @@ class Job(models.Model):
         GOLD_IMPORT = "gold_import", "Gold import"
         JUDGE_IMPORT = "judge_import", "Judge run import"
         GOLD_EXPORT = "gold_export", "Gold export"
+        GOLD_RELEASE = "gold_release", "Gold release"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Waiting for a worker"

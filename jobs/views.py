@@ -120,10 +120,9 @@ def job_download(request, job_id):
     if job.status != Job.Status.SUCCEEDED or not job.output:
         raise Http404("Not ready")
     fmt = job.params.get("format", "jsonl")
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
     return FileResponse(
         services.storage().open(job.output, "rb"),
         as_attachment=True,
         filename=f"{job.project_slug}-gold.{fmt}",
-        content_type=f"{content_type}; charset=utf-8",
+        content_type=kinds.download_type(job),
     )

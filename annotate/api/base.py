@@ -21,7 +21,7 @@ from typing import Any
 from django.core import signals
 from django.core.files import File
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.utils.log import log_response
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
@@ -41,7 +41,8 @@ from annotate.api.permissions import HasProjectRole
 from annotate.common import safe_json
 from annotate.common.errors import ServiceError
 from annotate.common.jsonl import jsonl
-from annotate.gold.exports import gold_csv
+from annotate.gold.exports import content_type, gold_csv
+from annotate.gold.parquet import parquet_file
 from annotate.imports import uploads
 from annotate.imports.lines import BundleInvalid
 from annotate.members.tokens import TokenAuthentication
@@ -223,6 +224,11 @@ class JSONLinesRenderer(StreamRenderer):
 class CSVRenderer(StreamRenderer):
     media_type = "text/csv"
     format = "csv"
+
+
+class ParquetRenderer(StreamRenderer):
+    media_type = "application/vnd.apache.parquet"
+    format = "parquet"
 
 
 UPLOAD_PARSERS = [MultiPartParser, JSONLinesParser, JSONLParser]
@@ -423,9 +429,17 @@ class ReviewerView(ProjectView):
     roles = (Role.REVIEWER,)
 
 
-def stream(rows, *, fmt: str, filename: str) -> StreamingHttpResponse:
+def stream(rows, *, fmt: str, filename: str) -> StreamingHttpResponse | FileResponse:
+    """Gold rows as a download: JSONL and CSV streamed as they are read; Parquet written to
+    a temporary file first (its footer comes last), then sent."""
+    if fmt == "parquet":
+        return FileResponse(
+            parquet_file(rows),
+            as_attachment=True,
+            filename=filename,
+            content_type=content_type(fmt),
+        )
     body = jsonl(rows) if fmt == "jsonl" else gold_csv(rows)
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response = StreamingHttpResponse(body, content_type=content_type(fmt))
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -1,5 +1,5 @@
-"""The gold set in the API: streamed as JSONL or CSV, or written by a worker when it is
-too long for a request.
+"""The gold set in the API: streamed as JSONL or CSV (or sent as Parquet), or written by a
+worker when it is too long for a request.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from annotate.api.base import (
     CSVRenderer,
     JSONLinesRenderer,
     LeadView,
+    ParquetRenderer,
     query,
     responses,
     stream,
@@ -47,8 +48,8 @@ class Gold(LeadView):
     fmt = "jsonl"
 
     def get_renderers(self):
-        extra = JSONLinesRenderer() if self.fmt == "jsonl" else CSVRenderer()
-        return [JSONRenderer(), extra]
+        extra = {"jsonl": JSONLinesRenderer, "csv": CSVRenderer, "parquet": ParquetRenderer}
+        return [JSONRenderer(), extra[self.fmt]()]
 
     def get(self, request, slug):
         filters = query(GoldFilterSerializer, request)
@@ -127,6 +128,29 @@ class GoldCSV(Gold):
             {
                 200: OpenApiResponse(
                     OpenApiTypes.BINARY, description="CSV; nested values as JSON."
+                ),
+                202: GOLD_ACCEPTED,
+            },
+            r400=ERROR_400,
+        ),
+    )
+    def get(self, request, slug):
+        return super().get(request, slug)
+
+
+class GoldParquet(Gold):
+    fmt = "parquet"
+
+    @extend_schema(
+        tags=["gold"],
+        summary="The gold set as Parquet (typed columns)",
+        description=GOLD_DESCRIPTION
+        + " Parquet's columns are typed: docs/gold-export.md lists each column's type.",
+        parameters=GOLD_PARAMETERS,
+        responses=responses(
+            {
+                200: OpenApiResponse(
+                    OpenApiTypes.BINARY, description="Parquet; nested values as JSON text."
                 ),
                 202: GOLD_ACCEPTED,
             },

@@ -12,7 +12,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from annotate.api.base import CONFLICT_409, ERROR_400, APIView, refused, responses
-from jobs import services
+from jobs import kinds, services
 from jobs.accept import CannotRetry, retry_job
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202, JobSerializer, accepted
@@ -73,10 +73,9 @@ class JobDownload(JobView):
         if job.status != Job.Status.SUCCEEDED or not job.output:
             raise NotFound("The file is not ready: poll the job until it has succeeded.")
         fmt = job.params.get("format", "jsonl")
-        content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
         return FileResponse(
             services.storage().open(job.output, "rb"),
             as_attachment=True,
             filename=f"{job.project_slug}-gold.{fmt}",
-            content_type=f"{content_type}; charset=utf-8",
+            content_type=kinds.download_type(job),
         )

@@ -3,7 +3,7 @@ by answer id), members by username. Each endpoint is named by the module that ho
 
 from django.urls import path
 
-from annotate.api import adjudication, flags, gold, imports, members, projects, tasks
+from annotate.api import adjudication, flags, gold, imports, members, projects, releases, tasks
 
 P = "projects/<slug:slug>/"
 
@@ -46,4 +46,13 @@ urlpatterns = [
     path(P + "flags/<int:pk>/resolve/", flags.ResolveFlag.as_view(), name="resolve-flag"),
     path(P + "gold.jsonl", gold.GoldJSONL.as_view(), name="gold-jsonl"),
     path(P + "gold.csv", gold.GoldCSV.as_view(), name="gold-csv"),
+    path(P + "gold.parquet", gold.GoldParquet.as_view(), name="gold-parquet"),
+    path(P + "releases/", releases.ReleaseList.as_view(), name="releases"),
+    path(P + "releases/<str:name>/", releases.ReleaseDetail.as_view(), name="release"),
+    path(
+        P + "releases/<str:name>/gold.<str:fmt>",
+        releases.ReleaseDownload.as_view(),
+        name="release-download",
+    ),
+    path(P + "releases/<str:name>/diff/", releases.ReleaseDiff.as_view(), name="release-diff"),
 ]

@@ -11,6 +11,7 @@ derived where it is read (nothing here is stored), and the gold set's page and e
 - selectors: the summary and imported-alone counts kept per data version, derived again only
   for the answers that changed
 - exports: the gold export (JSONL, CSV), its fingerprint and size, the gold page's counts
+- parquet: the same rows as Parquet with typed columns, written in row groups
 - views, forms: the gold page and the download
 
 The adjudication queue, read from the same summary, is annotate.adjudication.queue. Every

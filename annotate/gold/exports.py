@@ -38,6 +38,12 @@ from jobs.models import Job
 GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
 ITEMS = ("all", "claim", "answer")
+FORMATS = ("jsonl", "csv", "parquet")
+_CONTENT_TYPES = {
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+    "parquet": "application/vnd.apache.parquet",
+}
 JUDGE_SPLITS = ("all", "judge_dev", "judge_test")
 # The columns that repeat an answer's texts: on answer rows always (they are the Ragas
 # sample), on claim rows only when asked for (--with-context), or each of a project's 100,000
@@ -115,6 +121,11 @@ class GoldFilter:
             raise ValueError(f"item must be one of {', '.join(ITEMS)}, got {self.item!r}")
         if self.split not in JUDGE_SPLITS:
             raise ValueError(f"split must be one of {', '.join(JUDGE_SPLITS)}, got {self.split!r}")
+
+
+def content_type(fmt: str) -> str:
+    """A gold download's Content-Type: JSONL and CSV are UTF-8 text, Parquet is binary."""
+    return _CONTENT_TYPES[fmt]
 
 
 def gold_fingerprint(project: Project) -> tuple[str, str]:

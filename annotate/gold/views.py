@@ -5,7 +5,7 @@ long for a request."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -14,42 +14,48 @@ from annotate.common.jsonl import jsonl
 from annotate.common.roles import project_view
 from annotate.gold import exports
 from annotate.gold.forms import GoldExportForm
+from annotate.gold.parquet import parquet_file
 from annotate.gold.selectors import imported_alone, pair_summary
 from annotate.models import Role
+from annotate.releases.forms import ReleaseForm
+from annotate.releases.selectors import releases_of
 
 
 @require_http_methods(["GET"])
 @project_view(Role.LEAD)
 def gold_page(request, project, role):
     """The gold set before it is downloaded: how much is agreed, adjudicated and pending,
-    and the download's filters."""
+    the download's filters, and the releases made of it."""
+    return render(request, "annotate/gold.html", gold_page_context(request, project, role))
+
+
+def gold_page_context(request, project, role, *, release_form=None) -> dict:
+    """The gold page's context; `release_form` is a refused release's form, shown with its
+    errors (annotate.releases.views)."""
     form = GoldExportForm(request.GET or None)
     reports = reports_of(project)  # the revision read once for both
-    return render(
-        request,
-        "annotate/gold.html",
-        {
-            "project": project,
-            "role": role,
-            "form": form,
-            # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
-            # with the adjudication queue; after a submission or a decision only the answers
-            # that changed are derived again (PairShares). Beside them, the items
-            # whose gold is imported alone.
-            "counts": exports.gold_counts(
-                project,
-                summary=pair_summary(project, reports),
-                imported=imported_alone(project, reports),
-            ),
-            "written_by_worker": exports.gold_size(project)
-            > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
-        },
-    )
+    return {
+        "project": project,
+        "role": role,
+        "form": form,
+        # Every pair of the project derived (1.1-1.3 s at 10,000 answers), kept and shared
+        # with the adjudication queue; after a submission or a decision only the answers
+        # that changed are derived again (PairShares). Beside them, the items
+        # whose gold is imported alone.
+        "counts": exports.gold_counts(
+            project,
+            summary=pair_summary(project, reports),
+            imported=imported_alone(project, reports),
+        ),
+        "written_by_worker": exports.gold_size(project) > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
+        "releases": list(releases_of(project)),
+        "release_form": release_form or ReleaseForm(),
+    }
 
 
 @project_view(Role.LEAD)
 def gold_download(request, project, role, fmt):
-    if fmt not in ("jsonl", "csv"):
+    if fmt not in exports.FORMATS:
         raise Http404("Not found")
     form = GoldExportForm(request.GET)
     if not form.is_valid():
@@ -65,8 +71,15 @@ def gold_download(request, project, role, fmt):
         )
         return redirect("job", job_id=job.pk)
     rows = exports.gold_rows(project, **form.options())
+    filename = f"{project.slug}-gold.{fmt}"
+    if fmt == "parquet":
+        return FileResponse(
+            parquet_file(rows),
+            as_attachment=True,
+            filename=filename,
+            content_type=exports.content_type(fmt),
+        )
     body = jsonl(rows) if fmt == "jsonl" else exports.gold_csv(rows)
-    content_type = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
-    response = StreamingHttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-gold.{fmt}"'
+    response = StreamingHttpResponse(body, content_type=exports.content_type(fmt))
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -1,6 +1,6 @@
 """A thin Python client for claimdesk's REST API (/api/v1/): import a bundle and wait for its
-job, add members, open labelling, read the gold set, push a judge run, read calibration,
-agreement and evaluation.
+job, add members, open labelling, read the gold set, make and pull gold releases, push a judge
+run, read calibration, agreement and evaluation.
 
     from claimdesk_client import Client
 

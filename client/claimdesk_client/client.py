@@ -253,6 +253,63 @@ class Client:
             response = self._send("GET", job["download_url"], stream=True)
         return response
 
+    # --- Releases -------------------------------------------------------------------------
+
+    def releases(self, project: str) -> list[dict]:
+        """The project's gold releases, newest first (name, row_count, sha256, downloads)."""
+        return self._all(f"projects/{project}/releases/")
+
+    def release(self, project: str, name: str) -> dict:
+        """One release, with its dataset card (`card`, Markdown)."""
+        return self.request("GET", f"projects/{project}/releases/{name}/")
+
+    def create_release(
+        self,
+        project: str,
+        name: str,
+        *,
+        item: str | None = None,
+        split: str | None = None,
+        decided_only: bool | None = None,
+        wait: bool = True,
+    ) -> dict:
+        """Freeze the project's gold set as release `name` (v1, 2026-12-07 ...; `item`,
+        `split` and `decided_only` as for gold()). Returns the release; a gold set too large
+        for a request is released by a worker: with `wait` its job is waited for and the
+        release returned, else the job. A taken or malformed name raises Refused."""
+        body = _present(
+            {"name": name, "item": item, "judge_split": split, "decided_only": decided_only}
+        )
+        response = self._send("POST", f"projects/{project}/releases/", json=body)
+        if response.status_code != 202:
+            return _json(response)
+        job = _json(response)
+        if not wait:
+            return job
+        return self.release(project, self.wait(job)["result"]["release"])
+
+    def download_release(
+        self,
+        project: str,
+        name: str,
+        path: str | os.PathLike,
+        *,
+        format: str | None = None,  # noqa: A002 (as export_gold's)
+    ) -> Path:
+        """Write release `name` to `path`: JSONL (the frozen file, byte for byte: its SHA-256
+        is the release's `sha256`), CSV or Parquet (`format`; by default from the file's
+        suffix: .csv, .parquet, anything else JSONL)."""
+        suffix = str(path).lower().rsplit(".", 1)[-1]
+        fmt = format or (suffix if suffix in ("csv", "parquet") else "jsonl")
+        url = f"projects/{project}/releases/{name}/gold.{fmt}"
+        with self._send("GET", url, stream=True) as response:
+            return _save(response, path)
+
+    def diff_releases(self, project: str, before: str, after: str) -> dict:
+        """What changed from release `before` to `after`: rows added, removed and changed,
+        field by field (`counts`, `by_field`, `changed`)."""
+        return self.request("GET", f"projects/{project}/releases/{after}/diff/", before=before)
+
     # --- Judges and reports ---------------------------------------------------------------
 
     def push_judge_run(

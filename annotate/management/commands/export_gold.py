@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.common import collector
 from annotate.common.jsonl import jsonl
-from annotate.gold.exports import ITEMS, JUDGE_SPLITS, gold_csv, gold_rows
+from annotate.gold.exports import FORMATS, ITEMS, JUDGE_SPLITS, gold_csv, gold_rows
+from annotate.gold.parquet import write_parquet
 from annotate.models import Project
 
 
@@ -14,7 +15,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project slug")
-        parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="jsonl",
+            help="jsonl, csv, or parquet (typed columns; needs --output)",
+        )
         parser.add_argument("--output", help="file to write (default: standard output)")
         parser.add_argument(
             "--item",
@@ -38,6 +44,8 @@ class Command(BaseCommand):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
+        if format == "parquet" and not output:
+            raise CommandError("--format parquet needs --output: Parquet is a binary file.")
         rows = gold_rows(
             found,
             item=item,
@@ -45,6 +53,10 @@ class Command(BaseCommand):
             decided_only=options["decided_only"],
             with_context=options["with_context"],
         )
+        if format == "parquet":
+            with collector.paused():
+                write_parquet(rows, output)
+            return
         lines = jsonl(rows) if format == "jsonl" else gold_csv(rows)
         out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
         try:
