@@ -33,6 +33,7 @@ from annotate.schema import LabelSchema
 from jobs import framework
 from jobs.models import Job
 from jobs.progress import Progress, first_stage
+from jobs.signals import job_finished
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +284,7 @@ def finish(job: Job, progress: Progress, *, result: dict, **fields) -> None:
     )
     if not updated:
         raise Superseded()
+    job_finished.send(sender=Job, job_id=job.pk)
 
 
 def _fail(
@@ -305,6 +307,8 @@ def _fail(
     # Only the current attempt ends the job: a superseded one (its worker thought lost and
     # retried) changes nothing, and above all leaves the file the retry is reading.
     ended = Job.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields)
+    if ended:
+        job_finished.send(sender=Job, job_id=job.pk)
     if ended and drop_file and job.file:
         storage().delete(job.file)
 

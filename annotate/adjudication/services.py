@@ -31,6 +31,7 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.webhooks import events as webhooks
 
 # --- Adjudication ------------------------------------------------------------------------------
 
@@ -317,6 +318,7 @@ def adjudicate(
     )
     lock.version += 1
     lock.save(update_fields=["version"])
+    webhooks.dispute_decided(answer=answer, version=lock.version, decisions=decisions)
     return lock
 
 

@@ -31,6 +31,7 @@ from annotate.models import (
     Support,
 )
 from annotate.schema import LabelSchema
+from annotate.webhooks import events as webhooks
 
 # --- Labels ----------------------------------------------------------------------------------
 
@@ -506,6 +507,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
         labels=label_snapshot(assignment, labels, assignment.project.schema),
         source=source,
     )
+    webhooks.task_submitted(assignment, source=source)
     return errors
 
 
