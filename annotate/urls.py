@@ -11,6 +11,7 @@ from annotate.members import views as members
 from annotate.projects import views as projects
 from annotate.projects.access import project_creators_only
 from annotate.queue import views as queue
+from annotate.webhooks import views as webhooks
 
 urlpatterns = [
     path("", projects.home, name="home"),
@@ -50,4 +51,6 @@ urlpatterns = [
     path("p/<slug:slug>/adjudicate/<int:number>/", adjudication.adjudicate, name="adjudicate"),
     path("p/<slug:slug>/gold/", gold.gold_page, name="gold"),
     path("p/<slug:slug>/gold.<str:fmt>", gold.gold_download, name="gold_download"),
+    path("p/<slug:slug>/webhooks/", webhooks.webhooks, name="webhooks"),
+    path("p/<slug:slug>/webhooks/<int:pk>/", webhooks.webhook_edit, name="webhook_edit"),
 ]

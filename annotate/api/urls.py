@@ -3,7 +3,7 @@ by answer id), members by username. Each endpoint is named by the module that ho
 
 from django.urls import path
 
-from annotate.api import adjudication, gold, imports, members, projects, tasks
+from annotate.api import adjudication, gold, imports, members, projects, tasks, webhooks
 
 P = "projects/<slug:slug>/"
 
@@ -43,4 +43,8 @@ urlpatterns = [
     ),
     path(P + "gold.jsonl", gold.GoldJSONL.as_view(), name="gold-jsonl"),
     path(P + "gold.csv", gold.GoldCSV.as_view(), name="gold-csv"),
+    path(P + "webhooks/", webhooks.EndpointList.as_view(), name="webhooks"),
+    path(P + "webhooks/deliveries/", webhooks.DeliveryList.as_view(), name="webhook-deliveries"),
+    path(P + "webhooks/<int:pk>/", webhooks.EndpointDetail.as_view(), name="webhook"),
+    path(P + "webhooks/<int:pk>/test/", webhooks.EndpointTest.as_view(), name="webhook-test"),
 ]

@@ -158,3 +158,15 @@ def send_test_event(*, endpoint: WebhookEndpoint, by) -> WebhookDelivery:
             endpoints=[endpoint],
         )
     return delivery
+
+
+def resend_delivery(*, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send a delivery again (one that failed, or one waiting for its retry) as soon as a
+    worker takes it; a failure then is final unless the schedule has retries left."""
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=WebhookDelivery.Status.PENDING, next_attempt_at=timezone.now()
+        )
+        transaction.on_commit(partial(enqueue, [delivery.pk]), robust=True)
+    delivery.refresh_from_db()
+    return delivery
