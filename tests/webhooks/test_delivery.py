@@ -151,3 +151,23 @@ def test_an_event_nobody_subscribes_to_writes_nothing_and_a_rolled_back_one_send
         submit_labels(assignment=labelled_task(open_team, reviewer_b))
         raise RuntimeError("rolled back")
     assert sends == [] and hooks.received == [] and not WebhookDelivery.objects.exists()
+
+
+def test_deliver_webhooks_sends_what_is_due(
+    open_team, reviewer_a, lead, receiver, settings, django_capture_on_commit_callbacks
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    hooks = receiver([500])
+    register_endpoint(project=open_team, url=hooks.url, events=ALL, by=lead)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit_labels(assignment=labelled_task(open_team, reviewer_a))
+    out = StringIO()
+    call_command("deliver_webhooks", stdout=out)
+    assert out.getvalue() == "0 webhook deliveries due, queued.\n"
+    WebhookDelivery.objects.update(next_attempt_at=timezone.now())
+    call_command("deliver_webhooks", stdout=out)
+    assert out.getvalue().endswith("1 webhook delivery due, queued.\n")
+    assert WebhookDelivery.objects.get().status == "delivered" and len(hooks.received) == 2

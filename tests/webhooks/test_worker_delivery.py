@@ -15,9 +15,10 @@ from django_tasks_db.models import DBTaskResult
 from standardwebhooks import Webhook
 
 from annotate.models import WebhookDelivery
-from annotate.webhooks.services import register_endpoint
+from annotate.webhooks.services import register_endpoint, send_test_event
 from tests.annotate.test_labelling import label_everything, task_with_claims
 from tests.api import API, token_client
+from tests.jobs.test_rq import REDIS_URL
 from tests.workers import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -85,3 +86,28 @@ def test_a_hanging_then_failing_receiver_never_slows_a_submit_and_ends_delivered
     assert payloads[0] == payloads[1] == payloads[2]
     assert payloads[0]["type"] == "task.submitted"
     assert payloads[0]["data"]["task"] == response.json()["task_number"]
+
+
+def test_an_rq_worker_retries_through_its_scheduler(open_team, lead, receiver, rq_tasks, workers):
+    """RQ keeps a task deferred with run_after in its scheduled registry; the worker runs with
+    RQ's scheduler, which queues it when due."""
+    hooks = receiver([500])
+    endpoint = register_endpoint(project=open_team, url=hooks.url, events=["job.finished"], by=lead)
+    delivery = send_test_event(endpoint=endpoint, by=lead)  # queued in Redis on commit
+    worker = workers(
+        CLAIMDESK_TASKS="rq",
+        REDIS_URL=REDIS_URL,
+        CLAIMDESK_WEBHOOK_ALLOW_PRIVATE="true",
+        CLAIMDESK_WEBHOOK_RETRY_SECONDS="1",
+    )
+
+    def ended():
+        delivery.refresh_from_db()
+        return delivery.status != "pending"
+
+    wait_for(ended, "the delivery to end", timeout=60)
+    assert (delivery.status, delivery.attempts) == ("delivered", 2), worker.output()
+    assert [Webhook(endpoint.secret).verify(h.body, h.headers)["type"] for h in hooks.received] == [
+        "webhook.test",
+        "webhook.test",
+    ]

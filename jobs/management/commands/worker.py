@@ -60,8 +60,15 @@ class Command(BaseCommand):
             extra = {"burst": True} if batch else {}
             # django-tasks-rq's Job runs a Task; RQ's own would try to call it as a function.
             # RQ runs each job in a forked process: its memory goes with it.
+            # with_scheduler: RQ's scheduler moves a task deferred with run_after (a webhook's
+            # retry) to the queue when it is due; without it such a task never runs.
             call_command(
-                "rqworker", "default", job_class="django_tasks_rq.Job", verbosity=verbosity, **extra
+                "rqworker",
+                "default",
+                job_class="django_tasks_rq.Job",
+                verbosity=verbosity,
+                with_scheduler=True,
+                **extra,
             )
             return
         DbWorker(stdout=self.stdout, stderr=self.stderr).configure_logging(verbosity)
