@@ -12,6 +12,8 @@ selectors (reads), views and forms, and its package docstring names its modules:
 - adjudication/: the adjudication queue and screen, a lead's decisions
 - gold/: gold derived from the pairs and imported gold, the gold page and export
 - members/: who is in a project in which role, API tokens, the locked-out login page
+- webhooks/: a project's signed webhooks: endpoints, `emit` (deliveries written with the event),
+  the worker's sending and retries, the lead's page and delivery log
 - api/: the REST API, one module per capability, and the base every API shares
 - common/: what every capability uses (errors, roles and the project_view decorator, bulk
   writes, JSON and CSV safety, paging, the docs pages)

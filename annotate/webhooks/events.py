@@ -67,11 +67,11 @@ def job_finished(sender, *, job_id, **kwargs) -> None:
     )
 
 
-def release_made(*, project, name: str, rows: int, content_hash: str) -> None:
-    """`data`: release (its name), rows, content_hash. For the gold-release service to call
+def release_made(*, project, name: str, rows: int, sha256: str) -> None:
+    """`data`: release (its name), rows, sha256. For the gold-release service to call
     in the transaction that freezes a release."""
     emit(
         project=project,
         event=Event.RELEASE_MADE,
-        data={"release": name, "rows": rows, "content_hash": content_hash},
+        data={"release": name, "rows": rows, "sha256": sha256},
     )
