@@ -37,6 +37,18 @@ class EndpointWithSecretSerializer(EndpointSerializer):
         fields = [*EndpointSerializer.Meta.fields, "secret"]
 
 
+class EndpointChangedSerializer(EndpointSerializer):
+    secret = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The new secret when `rotate_secret` was true (shown in this answer only); "
+        "otherwise null.",
+    )
+
+    class Meta(EndpointSerializer.Meta):
+        fields = [*EndpointSerializer.Meta.fields, "secret"]
+
+
 class NewEndpointSerializer(serializers.Serializer):
     url = TextField(max_length=2000, help_text="http:// or https://, to a public address.")
     description = TextField(max_length=200, required=False, allow_blank=True, default="")
@@ -141,8 +153,7 @@ class EndpointDetail(EndpointView):
         tags=["webhooks"],
         summary="Change an endpoint, turn it off or on, or rotate its secret",
         request=EndpointChangeSerializer,
-        responses=responses(EndpointWithSecretSerializer, r400=ERROR_400),
-        description="`secret` is in the answer only when `rotate_secret` was true.",
+        responses=responses(EndpointChangedSerializer, r400=ERROR_400),
     )
     def patch(self, request, slug, pk):
         serializer = EndpointChangeSerializer(data=request.data)
@@ -159,8 +170,9 @@ class EndpointDetail(EndpointView):
             )
         except services.EndpointInvalid as exc:
             raise _invalid(exc) from exc
-        shown = EndpointWithSecretSerializer if data["rotate_secret"] else EndpointSerializer
-        return Response(shown(endpoint).data)
+        answer = EndpointSerializer(endpoint).data
+        answer["secret"] = endpoint.secret if data["rotate_secret"] else None
+        return Response(answer)
 
     @extend_schema(
         tags=["webhooks"],
