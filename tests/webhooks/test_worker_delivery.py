@@ -74,7 +74,7 @@ def test_a_hanging_then_failing_receiver_never_slows_a_submit_and_ends_delivered
         delivery.refresh_from_db()
         return delivery.status != "pending"
 
-    wait_for(delivered, "the delivery to end", timeout=60)
+    wait_for(delivered, "the delivery to end", timeout=120)
     assert (delivery.status, delivery.status_code, delivery.attempts) == ("delivered", 200, 3), (
         delivery.error,
         worker.output(),
@@ -105,7 +105,7 @@ def test_an_rq_worker_retries_through_its_scheduler(open_team, lead, receiver, r
         delivery.refresh_from_db()
         return delivery.status != "pending"
 
-    wait_for(ended, "the delivery to end", timeout=60)
+    wait_for(ended, "the delivery to end", timeout=120)
     assert (delivery.status, delivery.attempts) == ("delivered", 2), worker.output()
     assert [Webhook(endpoint.secret).verify(h.body, h.headers)["type"] for h in hooks.received] == [
         "webhook.test",
