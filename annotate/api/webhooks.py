@@ -106,7 +106,7 @@ class EndpointList(ListView, LeadView):
     @extend_schema(
         tags=["webhooks"],
         summary="The project's webhook endpoints",
-        responses=responses(EndpointSerializer(many=True)),
+        responses=responses(EndpointSerializer(many=True), r400=ERROR_400),
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
