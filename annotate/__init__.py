@@ -15,6 +15,8 @@ selectors (reads), views and forms, and its package docstring names its modules:
 - releases/: the gold set frozen under a name (release_gold), its dataset card, its Hugging Face
   dataset folder and its diff (diff_gold)
 - members/: who is in a project in which role, API tokens, the locked-out login page
+- webhooks/: a project's signed webhooks: endpoints, `emit` (deliveries written with the event),
+  the worker's sending and retries, the lead's page and delivery log
 - api/: the REST API, one module per capability (jobs' endpoints too), and the base every
   API shares
 - common/: what every capability uses (errors, roles and the project_view decorator, bulk

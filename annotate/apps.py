@@ -9,5 +9,6 @@ class AnnotateConfig(AppConfig):
     verbose_name = "Labelling"
 
     def ready(self):
-        # Every app's report kinds (annotate.common.computed), once the models are loaded.
-        autodiscover_modules("report_kinds")
+        # Every app's report kinds (annotate.common.computed), and annotate's receivers of
+        # other apps' signals (annotate.receivers), once the models are loaded.
+        autodiscover_modules("report_kinds", "receivers")

@@ -834,3 +834,73 @@ class GoldRelease(models.Model):
 
     def __str__(self) -> str:
         return f"gold release {self.name} of {self.project_id}"
+
+
+class WebhookEndpoint(models.Model):
+    """Where a project's events are sent (annotate.webhooks): a URL a lead registered, the
+    events it subscribes to, and the Standard Webhooks secret its deliveries are signed with
+    (`whsec_` and base64, generated here; kept as it is, since signing needs it)."""
+
+    class Event(models.TextChoices):
+        TASK_SUBMITTED = "task.submitted", "Task submitted"
+        DISPUTE_DECIDED = "dispute.decided", "Dispute decided"
+        RELEASE_MADE = "release.made", "Release made"
+        JOB_FINISHED = "job.finished", "Job finished"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    url = models.URLField(max_length=2000)
+    description = models.CharField(max_length=200, blank=True)
+    events = models.JSONField(default=list, help_text="The Event values it subscribes to.")
+    secret = models.CharField(max_length=100)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"webhook {self.url} ({self.project_id})"
+
+
+class WebhookDelivery(models.Model):
+    """One event sent (or to be sent) to one endpoint: written in the transaction of the
+    event itself, sent by a worker's task, retried with backoff until delivered or failed.
+    `message_id` is the Standard Webhooks `webhook-id`: the same for every attempt and for
+    every endpoint an event went to, so a receiver can drop a repeat."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to be sent"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
+    event = models.CharField(max_length=40)
+    message_id = models.CharField(max_length=40)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint", "message_id"], name="one_delivery_a_message"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["endpoint", "-created_at"], name="webhook_delivery_log"),
+            models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.message_id} -> {self.endpoint_id} ({self.status})"

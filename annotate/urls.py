@@ -12,6 +12,7 @@ from annotate.projects import views as projects
 from annotate.projects.access import project_creators_only
 from annotate.queue import views as queue
 from annotate.releases import views as releases
+from annotate.webhooks import views as webhooks
 
 urlpatterns = [
     path("", projects.home, name="home"),
@@ -63,4 +64,6 @@ urlpatterns = [
         releases.release_download,
         name="release_download",
     ),
+    path("p/<slug:slug>/webhooks/", webhooks.webhooks, name="webhooks"),
+    path("p/<slug:slug>/webhooks/<int:pk>/", webhooks.webhook_edit, name="webhook_edit"),
 ]

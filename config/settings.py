@@ -358,6 +358,22 @@ CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_M
 # (annotate.add_project), or every signed-in user when this is on (annotate.projects.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")
 
+# Webhooks (annotate.webhooks, docs/webhooks.md): how long a receiver has to answer one
+# attempt (connecting, then each read), and the waits before each retry of a failed delivery;
+# after the last one it is marked failed. Deliveries go out from a worker, never a request.
+CLAIMDESK_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("CLAIMDESK_WEBHOOK_TIMEOUT_SECONDS", "5"))
+try:
+    CLAIMDESK_WEBHOOK_RETRY_SECONDS = [
+        float(wait) for wait in env_list("CLAIMDESK_WEBHOOK_RETRY_SECONDS", "5,30,120,600,3600")
+    ]
+except ValueError as exc:
+    raise ImproperlyConfigured(
+        f"CLAIMDESK_WEBHOOK_RETRY_SECONDS: seconds, comma-separated ({exc})"
+    ) from exc
+# Whether an endpoint may be on this machine or a private network (localhost, 10.x, 192.168.x,
+# link-local): off, so that a lead's URL cannot make the server call its own neighbours.
+CLAIMDESK_WEBHOOK_ALLOW_PRIVATE = env_bool("CLAIMDESK_WEBHOOK_ALLOW_PRIVATE")
+
 # A task a reviewer took but did not touch for this long returns to the pool.
 CLAIMDESK_ABANDON_AFTER_MINUTES = int(os.environ.get("CLAIMDESK_ABANDON_AFTER_MINUTES", "120"))
 # A reviewer may reopen (undo) a submission for this long after making it, and never after:

@@ -27,6 +27,7 @@ from jobs.framework import task
 from jobs.kinds import Refused
 from jobs.models import Job
 from jobs.progress import Progress, first_stage
+from jobs.signals import job_finished
 
 logger = logging.getLogger(__name__)
 
@@ -298,6 +299,7 @@ def finish(job: Job, progress: Progress, *, result: dict, **fields) -> None:
     # Files of attempts before this one (killed halfway, or superseded) go once it commits.
     keep = fields.get("output", "")
     transaction.on_commit(lambda: _discard_quietly(job, keep=keep))
+    job_finished.send(sender=Job, job_id=job.pk)
 
 
 def _discard_quietly(job: Job, *, keep: str) -> None:
@@ -332,6 +334,7 @@ def _fail(
         **fields
     )
     if ended:
+        job_finished.send(sender=Job, job_id=job.pk)
         if drop_file and job.file:
             storage().delete(job.file)
         _discard_quietly(job, keep="")

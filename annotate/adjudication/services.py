@@ -32,6 +32,7 @@ from annotate.models import (
     Severity,
     Support,
 )
+from annotate.webhooks import events as webhooks
 
 # --- Adjudication ------------------------------------------------------------------------------
 
@@ -313,6 +314,7 @@ def adjudicate(
     lock.version += 1
     lock.save(update_fields=["version"])
     computed.touch(answer.project_id, answers=[answer.pk])
+    webhooks.dispute_decided(answer=answer, version=lock.version, decisions=decisions)
     return lock
 
 

@@ -3,7 +3,17 @@ by answer id), members by username. Each endpoint is named by the module that ho
 
 from django.urls import path
 
-from annotate.api import adjudication, flags, gold, imports, members, projects, releases, tasks
+from annotate.api import (
+    adjudication,
+    flags,
+    gold,
+    imports,
+    members,
+    projects,
+    releases,
+    tasks,
+    webhooks,
+)
 
 P = "projects/<slug:slug>/"
 
@@ -55,4 +65,8 @@ urlpatterns = [
         name="release-download",
     ),
     path(P + "releases/<str:name>/diff/", releases.ReleaseDiff.as_view(), name="release-diff"),
+    path(P + "webhooks/", webhooks.EndpointList.as_view(), name="webhooks"),
+    path(P + "webhooks/deliveries/", webhooks.DeliveryList.as_view(), name="webhook-deliveries"),
+    path(P + "webhooks/<int:pk>/", webhooks.EndpointDetail.as_view(), name="webhook"),
+    path(P + "webhooks/<int:pk>/test/", webhooks.EndpointTest.as_view(), name="webhook-test"),
 ]

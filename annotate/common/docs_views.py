@@ -27,6 +27,7 @@ DOCS = {
     "gold-export": "Gold export",
     "ragas": "Ragas datasets",
     "api": "REST API",
+    "webhooks": "Webhooks",
 }
 FILES = {
     "example-bundle.jsonl": (EXAMPLE_BUNDLE, "application/x-ndjson"),

@@ -33,6 +33,7 @@ from annotate.models import (
     Support,
 )
 from annotate.schema import LabelSchema
+from annotate.webhooks import events as webhooks
 
 # --- Labels ----------------------------------------------------------------------------------
 
@@ -509,6 +510,7 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
         labels=label_snapshot(assignment, labels, assignment.project.schema),
         source=source,
     )
+    webhooks.task_submitted(assignment, source=source)
     return errors
 
 

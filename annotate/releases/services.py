@@ -28,6 +28,7 @@ from annotate.gold.exports import (
 from annotate.gold.pairs import row_state
 from annotate.models import GoldRelease, Project
 from annotate.releases.card import ReleaseCounts, dataset_card
+from annotate.webhooks import events as webhooks
 from jobs import accept as jobs
 from jobs.models import Job
 
@@ -173,7 +174,7 @@ def _record(project, name, user, chosen, body, digest, size, counts) -> GoldRele
     stored = storage().save(f"releases/{project.slug}/{name}-{digest[:12]}.jsonl", File(body))
     try:
         with transaction.atomic():
-            return GoldRelease.objects.create(
+            release = GoldRelease.objects.create(
                 project=project,
                 name=name,
                 created_by=user,
@@ -188,6 +189,9 @@ def _record(project, name, user, chosen, body, digest, size, counts) -> GoldRele
                 card=card,
                 **options,
             )
+            # The team's webhooks hear of it with the release, in its transaction.
+            webhooks.release_made(project=project, name=name, rows=rows, sha256=digest)
+            return release
     except IntegrityError:
         # Another lead took the name in the meantime.
         storage().delete(stored)

@@ -140,6 +140,15 @@ def endpoints(w, number=None) -> list[tuple[str, str, dict | None, str, int]]:
         ("POST", "judge-runs/?name=another", {"raw": jsonl(RUN)}, LEAD, 201),
         ("GET", f"judge-runs/{run}/", None, LEAD, 200),
         ("GET", f"judge-runs/{run}/calibration/", None, LEAD, 200),
+        ("GET", "webhooks/", None, LEAD, 200),
+        (
+            "POST",
+            "webhooks/",
+            {"url": "https://example.org/h", "events": ["job.finished"]},
+            LEAD,
+            201,
+        ),
+        ("GET", "webhooks/deliveries/", None, LEAD, 200),
         ("DELETE", "members/carol/", None, LEAD, 204),
         ("POST", f"tasks/{n}/skip/", {"reason": "end of the test"}, REVIEWER, 204),
     ]

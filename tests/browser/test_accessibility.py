@@ -14,8 +14,9 @@ from playwright.sync_api import expect
 from annotate.imports.label_import import import_labels
 from annotate.labelling.services import flag_task
 from annotate.members.services import add_member
-from annotate.models import Answer, Assignment, Project, Role
+from annotate.models import Answer, Assignment, Project, Role, WebhookDelivery
 from annotate.projects.opening import open_labelling
+from annotate.webhooks.services import EVENTS, register_endpoint
 from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import FIXTURES, import_fixture, login, may_create_projects
@@ -129,6 +130,19 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
     run = JudgeRun.objects.get(project=demo)
     answer = Answer.objects.filter(project=demo).exclude(claims=None).first()
     judged = run.verdicts.exclude(answer=None).values_list("answer_id", flat=True).first()
+    hook = register_endpoint(
+        project=demo, url="https://hooks.example.org/x", events=EVENTS, by=lead
+    )
+    WebhookDelivery.objects.create(  # a failed one in the log (nothing is sent from here)
+        endpoint=hook,
+        event="task.submitted",
+        message_id="msg_1",
+        payload={},
+        status="failed",
+        attempts=6,
+        status_code=500,
+        error="The receiver answered 500.",
+    )
     paths = [
         "/",
         "/projects/new/",
@@ -143,6 +157,8 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/gold/",
         "/p/demo/evaluation/?a=baseline&b=verifier",
         "/p/demo/judges/",
+        "/p/demo/webhooks/",
+        f"/p/demo/webhooks/{hook.pk}/",
         f"/p/demo/judges/{run.pk}/",
         f"/p/demo/judges/{run.pk}/answers/{judged}/",
         f"/p/demo/judges/compare/?a={run.pk}&b={run.pk}",

@@ -130,7 +130,9 @@ class Command(BaseCommand):
                     worker.connection.ping()  # Redis down still: wait longer
                     health_log.warning("RQ worker: Redis answers again; reconnected")
                 close_connections()  # RQ forks: no connection shared with a job's process
-                worker.work(burst=batch, logging_level=level)
+                # with_scheduler: RQ's scheduler moves a task deferred with run_after (a
+                # webhook's retry) to the queue when it is due; without it none ever runs.
+                worker.work(burst=batch, logging_level=level, with_scheduler=True)
                 problem = "its worker stopped"
             except (RedisError, OSError) as exc:  # redis's ConnectionError is an OSError too
                 problem = f"{type(exc).__name__}: {exc}"
