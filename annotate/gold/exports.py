@@ -32,6 +32,7 @@ from annotate.models import (
     Project,
     RetrievedPassage,
 )
+from evaluation.models import CalibrationSample
 
 GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
@@ -83,6 +84,7 @@ GOLD_CSV_COLUMNS = (
     "reviewer_a",
     "reviewer_b",
     "imported",
+    "calibration",
     "human_kappa",
     "content_hash",
 )
@@ -247,6 +249,41 @@ def _gold_answers(project: Project, split: str) -> dict[int, int]:
     return dict(sorted(chosen.items()))
 
 
+def calibration_designs(project: Project) -> dict[int, list[dict[str, Any]]]:
+    """Answer pk -> the calibration samples that drew it (evaluation.judges.samples), each with
+    the answer's inclusion probability π: one query, of the sampled answers only. A sample is
+    drawn from answers nobody has labelled, so drawing one adds no gold row and changes none
+    already exported: the rows it marks are those labelled after it (and so the export id
+    changes with them)."""
+    designs: dict[int, list[dict[str, Any]]] = {}
+    for answer_pk, design_pk, judge, kind, pi, budget, frame, seed in (
+        CalibrationSample.objects.filter(design__project=project)
+        .order_by("answer_id", "design_id")
+        .values_list(
+            "answer_id",
+            "design_id",
+            "design__run__name",
+            "design__kind",
+            "pi",
+            "design__budget",
+            "design__frame_answers",
+            "design__seed",
+        )
+    ):
+        designs.setdefault(answer_pk, []).append(
+            {
+                "design": design_pk,
+                "judge": judge,
+                "kind": kind,
+                "pi": pi,
+                "expected": budget,
+                "frame_answers": frame,
+                "seed": seed,
+            }
+        )
+    return designs
+
+
 def gold_rows(
     project: Project,
     *,
@@ -275,7 +312,9 @@ def gold_rows(
     # The same for every row of the export (rows share these two mappings).
     claim_kappa = {f: kappas.get(f) for f in _claim_kappa_fields(schema)}
     answer_kappa = {f: kappas.get(f) for f in answer_fields if f in kappas}
-    encode = _row_encoder([*claim_kappa.values(), *answer_kappa.values()])
+    sampled = calibration_designs(project)
+    design_floats = [d[k] for ds in sampled.values() for d in ds for k in ("pi", "expected")]
+    encode = _row_encoder([*claim_kappa.values(), *answer_kappa.values(), *design_floats])
     base = {
         "schema_version": GOLD_SCHEMA_VERSION,
         "project": project.slug,
@@ -296,6 +335,8 @@ def gold_rows(
             claims_of.setdefault(pair.answer_id, []).append(pair)
         for pair in answer_pairs:
             common = answers[pair.answer_id]
+            if pair.answer_id in sampled:  # absent elsewhere, so other rows' hashes keep
+                common = {**common, "calibration": sampled[pair.answer_id]}
             if chosen.item in ("all", "claim"):
                 claim_common = {k: v for k, v in common.items() if k not in claim_drops}
                 for claim_pair in claims_of.get(pair.answer_id, []):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, Max, Min, OuterRef
+from django.db.models import Count, Exists, F, OuterRef
 
 from annotate.common.errors import ServiceError
 from annotate.gold.imported import gold_in_chunks
@@ -165,6 +165,17 @@ def draw_sample(
     return created
 
 
+def design_summary(design, sampled: int) -> str:
+    """One design as a person reads it (the command, and the page's notice after drawing)."""
+    fallback = f" (asked for active: {design.fallback}, so uniform)" if design.fallback else ""
+    return (
+        f"Calibration sample {design.pk} of judge '{design.run.name}', {design.kind}{fallback}: "
+        f"frame {design.frame_answers} answers ({design.frame_claims} judged claims), expected "
+        f"{design.budget:g}, sampled {sampled}; π from {design.pi_min:.4g} to "
+        f"{design.pi_max:.4g}; seed {design.seed}."
+    )
+
+
 def to_front(answers: list[int]) -> int:
     """Move answers to the queue's front band: key k in [0, 1) becomes k - 1 in [-1, 0), so
     their order among themselves (the project's spread of each case's answers) is kept. An
@@ -179,16 +190,15 @@ def to_front(answers: list[int]) -> int:
 
 def designs_of(run: JudgeRun) -> list[CalibrationDesign]:
     """The run's designs, newest first, each with `n_sampled`: one query."""
-    return list(
+    designs = list(
         CalibrationDesign.objects.filter(run=run)
         .select_related("created_by")
-        .annotate(
-            n_sampled=Count("sample"),
-            sampled_pi_min=Min("sample__pi"),
-            sampled_pi_max=Max("sample__pi"),
-        )
+        .annotate(n_sampled=Count("sample"))
         .order_by("-created_at", "-pk")
     )
+    for design in designs:  # already loaded: saves the estimate and the page their queries
+        design.run, design.project = run, run.project
+    return designs
 
 
 @dataclass

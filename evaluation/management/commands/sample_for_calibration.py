@@ -3,19 +3,14 @@ import json as jsonlib
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Project
-from evaluation.judges.samples import DESIGNS, SampleRefused, draw_sample, sample_rows
+from evaluation.judges.samples import (
+    DESIGNS,
+    SampleRefused,
+    design_summary,
+    draw_sample,
+    sample_rows,
+)
 from evaluation.models import JudgeRun
-
-
-def design_summary(design, sampled: int) -> str:
-    """One design as a person reads it (the command, and the page's notice after drawing)."""
-    fallback = f" (asked for active: {design.fallback}, so uniform)" if design.fallback else ""
-    return (
-        f"Calibration sample {design.pk} of judge '{design.run.name}', {design.kind}{fallback}: "
-        f"frame {design.frame_answers} answers ({design.frame_claims} judged claims), expected "
-        f"{design.budget:g}, sampled {sampled}; π from {design.pi_min:.4g} to "
-        f"{design.pi_max:.4g}; seed {design.seed}."
-    )
 
 
 class Command(BaseCommand):
