@@ -127,7 +127,7 @@ def test_the_frame_is_the_judged_answers_nobody_labelled_and_uniform_pi_is_b_ove
     assert design.frame_judge_unsupported == frame.judge_unsupported
     # The draw is sampling_design's Poisson draw with the stored seed, over the frame in order.
     mask = sampling_design.draw_sample(np.full(20, 0.4), seed=11)
-    assert sorted(a for a, _ in rows) == [a for a, m in zip(frame.answers, mask) if m]
+    assert sorted(a for a, _ in rows) == [a for a, m in zip(frame.answers, mask, strict=True) if m]
 
 
 def test_active_pi_follows_the_judge_s_uncertainty_as_sampling_design_computes_it(world):
@@ -139,12 +139,14 @@ def test_active_pi_follows_the_judge_s_uncertainty_as_sampling_design_computes_i
         design="active", budget=6, frame=frame.confidences
     ).pi
     pi = dict(CalibrationSample.objects.filter(design=design).values_list("answer_id", "pi"))
-    by_answer = dict(zip(frame.answers, expected))
+    by_answer = dict(zip(frame.answers, expected, strict=True))
     assert pi and all(value == pytest.approx(by_answer[a], abs=1e-12) for a, value in pi.items())
     assert (design.pi_min, design.pi_max) == (pytest.approx(expected.min()), expected.max())
     # Unsure answers are drawn more often: the highest π belongs to one with an unsure claim.
     unsure = {
-        a for a, ps in zip(frame.answers, frame.confidences) if any(0.3 < p < 0.7 for p in ps)
+        a
+        for a, ps in zip(frame.answers, frame.confidences, strict=True)
+        if any(0.3 < p < 0.7 for p in ps)
     }
     assert max(by_answer, key=by_answer.get) in unsure
     assert expected.min() >= 0.1 * 6 / 20 - 1e-12
@@ -538,3 +540,35 @@ def test_confidences_are_stored_with_the_verdicts(world):
     assert not Verdict.objects.filter(
         run=run, claim__isnull=True, confidence__isnull=False
     ).exists()
+
+
+def test_the_run_page_s_samples_cost_the_same_queries_however_many(
+    world, client, lead, django_assert_num_queries
+):
+    """The samples' estimates are computed on the page from their gold, for all of them at
+    once: one sample or three, the same queries (the designs, their answers, their verdicts,
+    their gold)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    project, run = world
+    from jobs import reports
+
+    reports.refresh(project_id=project.pk, kind="calibration", key=f"{run.pk}:judge_test")
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("judge_run", kwargs={"slug": "demo", "run_pk": run.pk})
+    client.get(url)
+    with CaptureQueriesContext(connection) as none:
+        client.get(url)
+    draw_sample(run=run, budget=4, design="uniform", seed=1)
+    client.get(url)
+    with CaptureQueriesContext(connection) as one:
+        client.get(url)
+    draw_sample(run=run, budget=4, design="active", seed=2)
+    draw_sample(run=run, budget=6, design="uniform", seed=3)
+    with django_assert_num_queries(len(one)):
+        page = client.get(url).content.decode()
+    assert page.count('<tr id="sample-') == 3
+    # With samples: their answers, verdicts and gold (pairs: 3, imported: 1) on top of the
+    # designs' query, which is all a run without samples pays.
+    assert len(one) - len(none) == 6
