@@ -659,7 +659,7 @@ class CalibrationSampleDetail(JudgeRunView):
         )
         if design is None:
             raise NotFound()
-        design.run = run
+        design.run, design.project = run, run.project  # already loaded
         return Response(_design_detail(design))
 
 

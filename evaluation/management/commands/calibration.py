@@ -89,7 +89,7 @@ class Command(BaseCommand):
                     f"No calibration sample {design} of judge run '{judge}' "
                     f"(its samples: {ids or 'none'})."
                 )
-            chosen.run = run  # already loaded
+            chosen.run, chosen.project = run, found  # already loaded
         report = calibration_report(run=run, split=split, seed=seed)
         if chosen is not None:
             report = {**report, "design": design_estimates([chosen])[0].as_dict()}
