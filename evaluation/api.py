@@ -562,8 +562,10 @@ class SampleRequestSerializer(serializers.Serializer):
 class DesignSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     judge = serializers.CharField()
-    kind = serializers.ChoiceField(choices=DESIGNS, help_text="The design used.")
-    requested = serializers.ChoiceField(choices=DESIGNS, help_text="The design asked for.")
+    # Plain strings, not a second enum of the request's `design` choices (drf-spectacular
+    # would name the same choice set twice, and check --deploy fails on its warning).
+    kind = serializers.CharField(help_text="The design used: uniform or active.")
+    requested = serializers.CharField(help_text="The design asked for: uniform or active.")
     fallback = serializers.CharField(
         allow_null=True, help_text="Why active fell back to uniform (no confidences)."
     )

@@ -192,8 +192,12 @@ class CalibrationDesign(models.Model):
 class CalibrationSample(models.Model):
     """One answer a calibration design drew, with its inclusion probability π."""
 
-    design = models.ForeignKey(CalibrationDesign, on_delete=models.CASCADE, related_name="sample")
-    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: unique_design_answer starts with it.
+    design = models.ForeignKey(
+        CalibrationDesign, on_delete=models.CASCADE, related_name="sample", db_index=False
+    )
+    # The gold export reads an answer's samples joined to the answer's own row (no query more).
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="calibration_samples")
     pi = models.FloatField()
 
     class Meta:

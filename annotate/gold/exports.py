@@ -32,7 +32,6 @@ from annotate.models import (
     Project,
     RetrievedPassage,
 )
-from evaluation.models import CalibrationSample
 
 GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
 GOLD_CHUNK = 500
@@ -249,41 +248,6 @@ def _gold_answers(project: Project, split: str) -> dict[int, int]:
     return dict(sorted(chosen.items()))
 
 
-def calibration_designs(project: Project) -> dict[int, list[dict[str, Any]]]:
-    """Answer pk -> the calibration samples that drew it (evaluation.judges.samples), each with
-    the answer's inclusion probability π: one query, of the sampled answers only. A sample is
-    drawn from answers nobody has labelled, so drawing one adds no gold row and changes none
-    already exported: the rows it marks are those labelled after it (and so the export id
-    changes with them)."""
-    designs: dict[int, list[dict[str, Any]]] = {}
-    for answer_pk, design_pk, judge, kind, pi, budget, frame, seed in (
-        CalibrationSample.objects.filter(design__project=project)
-        .order_by("answer_id", "design_id")
-        .values_list(
-            "answer_id",
-            "design_id",
-            "design__run__name",
-            "design__kind",
-            "pi",
-            "design__budget",
-            "design__frame_answers",
-            "design__seed",
-        )
-    ):
-        designs.setdefault(answer_pk, []).append(
-            {
-                "design": design_pk,
-                "judge": judge,
-                "kind": kind,
-                "pi": pi,
-                "expected": budget,
-                "frame_answers": frame,
-                "seed": seed,
-            }
-        )
-    return designs
-
-
 def gold_rows(
     project: Project,
     *,
@@ -312,9 +276,8 @@ def gold_rows(
     # The same for every row of the export (rows share these two mappings).
     claim_kappa = {f: kappas.get(f) for f in _claim_kappa_fields(schema)}
     answer_kappa = {f: kappas.get(f) for f in answer_fields if f in kappas}
-    sampled = calibration_designs(project)
-    design_floats = [d[k] for ds in sampled.values() for d in ds for k in ("pi", "expected")]
-    encode = _row_encoder([*claim_kappa.values(), *answer_kappa.values(), *design_floats])
+    kappa_floats = [*claim_kappa.values(), *answer_kappa.values()]
+    encode = _row_encoder(kappa_floats)
     base = {
         "schema_version": GOLD_SCHEMA_VERSION,
         "project": project.slug,
@@ -335,8 +298,12 @@ def gold_rows(
             claims_of.setdefault(pair.answer_id, []).append(pair)
         for pair in answer_pairs:
             common = answers[pair.answer_id]
-            if pair.answer_id in sampled:  # absent elsewhere, so other rows' hashes keep
-                common = {**common, "calibration": sampled[pair.answer_id]}
+            # A sampled answer's π are floats too: its rows' encoder checks them as well.
+            row_encode = (
+                _row_encoder([*kappa_floats, *_calibration_floats(common)])
+                if "calibration" in common
+                else encode
+            )
             if chosen.item in ("all", "claim"):
                 claim_common = {k: v for k, v in common.items() if k not in claim_drops}
                 for claim_pair in claims_of.get(pair.answer_id, []):
@@ -354,7 +321,7 @@ def gold_rows(
                     if claim_pair.imported is not None:
                         row["imported"] = _imported(claim_pair.imported, claim_keys)
                     row["human_kappa"] = claim_kappa
-                    yield _hashed(row, provenance, tail, encode)
+                    yield _hashed(row, provenance, tail, row_encode)
             if chosen.item not in ("all", "answer"):
                 continue
             # support_binary from the answer's claims, in every schema: an answer is decided
@@ -380,7 +347,7 @@ def gold_rows(
                 if pair.imported is not None:
                     row["imported"] = _imported(pair.imported, answer_keys)
                 row["human_kappa"] = answer_kappa
-                yield _hashed(row, provenance, tail, encode)
+                yield _hashed(row, provenance, tail, row_encode)
 
 
 def _claim_kappa_fields(schema) -> tuple[str, ...]:
@@ -494,20 +461,31 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
     ):
         retrieved[answer_pk].append(tuple(passage))
     answers = {}
-    for pk, *fields in Answer.objects.filter(pk__among=answer_ids).values_list(
-        "pk",
-        "case__case_id",
-        "answer_id",
-        "variant__name",
-        "task_number",
-        "case__answerable",
-        "case__adversarial",
-        "case__split",
-        "case__question",
-        "text",
-        "case__reference",
+    for pk, *fields in (
+        Answer.objects.filter(pk__among=answer_ids)
+        .order_by("pk", "calibration_samples__design_id")
+        .values_list(
+            "pk",
+            "case__case_id",
+            "answer_id",
+            "variant__name",
+            "task_number",
+            "case__answerable",
+            "case__adversarial",
+            "case__split",
+            "case__question",
+            "text",
+            "case__reference",
+            *_SAMPLE_FIELDS,
+        )
     ):
-        answers[pk] = _answer_fields(base, fields, retrieved[pk])
+        fields, sample = fields[: -len(_SAMPLE_FIELDS)], fields[-len(_SAMPLE_FIELDS) :]
+        if pk not in answers:
+            answers[pk] = _answer_fields(base, fields, retrieved[pk])
+        if sample[0] is not None:  # a row per sample that drew the answer
+            answers[pk].setdefault("calibration", []).append(
+                dict(zip(_SAMPLE_KEYS, sample, strict=True))
+            )
     citations: dict[int, list[str]] = {}
     for claim_pk, cited_id in (
         Citation.objects.filter(claim__answer_id__among=answer_ids)
@@ -528,6 +506,27 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
         ).values_list("pk", "ordinal", "text", "start", "end")
     }
     return answers, claims
+
+
+# The calibration samples that drew an answer (evaluation.judges.samples), joined to the
+# answer's row in the chunk's query: a row per sample, one row when none drew it. The field
+# is absent on the rows of answers no sample drew, so their content hashes do not depend on
+# it; and a sample is drawn from answers nobody has labelled, so drawing one changes no row
+# already exported (the rows it marks appear once labelled, and the export id with them).
+_SAMPLE_KEYS = ("design", "judge", "kind", "pi", "expected", "frame_answers", "seed")
+_SAMPLE_FIELDS = (
+    "calibration_samples__design_id",
+    "calibration_samples__design__run__name",
+    "calibration_samples__design__kind",
+    "calibration_samples__pi",
+    "calibration_samples__design__budget",
+    "calibration_samples__design__frame_answers",
+    "calibration_samples__design__seed",
+)
+
+
+def _calibration_floats(common: dict) -> list[float]:
+    return [entry[k] for entry in common.get("calibration", ()) for k in ("pi", "expected")]
 
 
 def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import io
 import json
 import re
 
+import jsonschema
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
@@ -389,6 +390,8 @@ def test_the_gold_export_carries_pi_on_the_sampled_answers_rows_only(world):
             "seed": 4,
         }
         assert json.loads(row.line)["calibration"] == [entry]
+        schema = json.loads((FIXTURES.parent / "docs" / "gold-export.schema.json").read_text())
+        jsonschema.Draft202012Validator(schema).validate(json.loads(row.line))
     # Without the sample, the same rows but for the field: the others' hashes do not move.
     CalibrationSample.objects.all().delete()
     plain = {(r["item"], r["answer_id"], r.get("claim_index")): r for r in gold_rows(project)}
