@@ -247,6 +247,8 @@ class Answer(KeepsRevisions):
     # Where the answer sits in the queue, a number in [0, 1) drawn when labelling opens (or
     # when it is imported into an open project): each reviewer walks the queue from their own
     # secret starting point, and late imports land spread among the rest, not in a block.
+    # Answers a calibration sample drew move to [-1, 0), the band served first
+    # (evaluation.judges.samples.to_front).
     queue_key = models.FloatField(null=True, blank=True)
     # True once the answer holds `overlap` assignments: the queue's index skips full answers,
     # so taking the next task costs the same at the start and at the end of a project.

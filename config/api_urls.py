@@ -36,6 +36,16 @@ evaluation_urls = [
         lazy_api("evaluation.api.Calibration"),
         name="calibration",
     ),
+    path(
+        P + "judge-runs/<int:run_id>/samples/",
+        lazy_api("evaluation.api.CalibrationSamples"),
+        name="calibration-samples",
+    ),
+    path(
+        P + "judge-runs/<int:run_id>/samples/<int:design_id>/",
+        lazy_api("evaluation.api.CalibrationSampleDetail"),
+        name="calibration-sample",
+    ),
 ]
 
 

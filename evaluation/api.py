@@ -30,7 +30,16 @@ from annotate.common import computed
 from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.imports.lines import BundleInvalid
 from evaluation.judges.runs import import_judge_run, self_judged_counts
-from evaluation.models import JudgeRun
+from evaluation.judges.samples import (
+    DESIGNS,
+    MAX_SEED,
+    SampleRefused,
+    design_estimates,
+    designs_of,
+    draw_sample,
+    sample_rows,
+)
+from evaluation.models import CalibrationDesign, JudgeRun
 from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
@@ -521,3 +530,137 @@ class Calibration(JudgeRunView):
         if stored.pending:
             return being_computed()
         return with_freshness(Response(stored.result), stored)
+
+
+# --- Calibration samples ---------------------------------------------------------------------
+
+
+class SampleRequestSerializer(serializers.Serializer):
+    answers = serializers.FloatField(
+        min_value=0,
+        help_text="B, the expected number of answers to draw (the sum of the π); at most the "
+        "frame's size.",
+    )
+    design = serializers.ChoiceField(choices=DESIGNS, required=False, default="uniform")
+    seed = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_SEED,
+        help_text="The draw's seed; a random one (stored) when absent.",
+    )
+
+    def validate_answers(self, value: float) -> float:
+        if not value > 0:
+            raise serializers.ValidationError("Must be a positive number of answers.")
+        return value
+
+
+class DesignSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    judge = serializers.CharField()
+    # Plain strings, not a second enum of the request's `design` choices (drf-spectacular
+    # would name the same choice set twice, and check --deploy fails on its warning).
+    kind = serializers.CharField(help_text="The design used: uniform or active.")
+    requested = serializers.CharField(help_text="The design asked for: uniform or active.")
+    fallback = serializers.CharField(
+        allow_null=True, help_text="Why active fell back to uniform (no confidences)."
+    )
+    expected = serializers.FloatField(help_text="B: the sum of the frame's π.")
+    seed = serializers.IntegerField()
+    frame_answers = serializers.IntegerField()
+    frame_claims = serializers.IntegerField(help_text="M: the frame's judged claims.")
+    frame_judge_unsupported = serializers.IntegerField()
+    frame_confidences = serializers.IntegerField(
+        help_text="The frame's judged claims that carry a confidence."
+    )
+    pi_range = serializers.ListField(child=serializers.FloatField(), help_text="[min, max] π.")
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(allow_null=True)
+    answers_sampled = serializers.IntegerField()
+    answers_labelled = serializers.IntegerField(help_text="Sampled answers whose gold decides.")
+    decided = serializers.IntegerField(help_text="The same as answers_labelled.")
+    waiting = serializers.IntegerField(help_text="Sampled answers still without decided gold.")
+    estimate = serializers.FloatField(help_text="The frame's unsupported share, clipped to [0, 1].")
+    ci95 = serializers.ListField(child=serializers.FloatField())
+    clipped = serializers.BooleanField()
+    unclipped = serializers.DictField(required=False)
+    provisional = serializers.BooleanField()
+    provisional_reason = serializers.CharField(allow_null=True)
+
+
+class DesignDetailSerializer(DesignSerializer):
+    sampled = serializers.ListField(
+        child=serializers.DictField(), help_text="Each sampled answer: answer_id and pi."
+    )
+
+
+class CalibrationSamples(JudgeRunView):
+    @extend_schema(
+        tags=["judges"],
+        summary="The run's calibration samples, each with its estimate of its frame's share",
+        description="Newest first. `provisional` while sampled answers wait for decided gold.",
+        parameters=[RUN_ID],
+        responses=responses(DesignSerializer(many=True)),
+    )
+    def get(self, request, slug, run_id):
+        run = self.run(run_id)
+        designs = designs_of(run)
+        return Response([report.as_dict() for report in design_estimates(designs)])
+
+    @extend_schema(
+        tags=["judges"],
+        summary="Draw a calibration sample from the run's frame",
+        description="The frame: answers with an ok claim verdict of the run that no reviewer "
+        "has submitted a label set for and no imported gold covers. `uniform`: π = B / "
+        "|frame|; `active`: π ∝ sqrt(Σ min(p, 1 − p)) over the answer's judged claims (p, the "
+        "verdict's `confidence`), floored at a tenth of the uniform rate, at most 1, uniform "
+        "when a confidence is missing. The sampled answers go to the front of the reviewers' "
+        "queue. 400 with field paths for bad input or a budget the frame cannot hold.",
+        parameters=[RUN_ID],
+        request=SampleRequestSerializer,
+        responses=responses({201: DesignDetailSerializer}, r400=ERROR_400),
+    )
+    def post(self, request, slug, run_id):
+        run = self.run(run_id)
+        serializer = SampleRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            design = draw_sample(
+                run=run,
+                budget=data["answers"],
+                design=data["design"],
+                seed=data.get("seed"),
+                user=request.user,
+            )
+        except SampleRefused as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(_design_detail(design), status=status.HTTP_201_CREATED)
+
+
+class CalibrationSampleDetail(JudgeRunView):
+    @extend_schema(
+        tags=["judges"],
+        summary="One calibration sample: its design, estimate and sampled answers with π",
+        parameters=[
+            RUN_ID,
+            OpenApiParameter("design_id", int, OpenApiParameter.PATH, description="Its id."),
+        ],
+        responses=responses(DesignDetailSerializer),
+    )
+    def get(self, request, slug, run_id, design_id):
+        run = self.run(run_id)
+        design = (
+            CalibrationDesign.objects.filter(run=run, pk=design_id)
+            .select_related("created_by")
+            .first()
+        )
+        if design is None:
+            raise NotFound()
+        design.run, design.project = run, run.project  # already loaded
+        return Response(_design_detail(design))
+
+
+def _design_detail(design: CalibrationDesign) -> dict:
+    return {**design_estimates([design])[0].as_dict(), "sampled": sample_rows(design)}

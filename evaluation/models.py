@@ -7,7 +7,7 @@ shows the change.
 
 from django.conf import settings as django_settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotate.models import Answer, Claim, Project, Support
 
@@ -93,6 +93,12 @@ class Verdict(models.Model):
     quote_found = models.BooleanField(
         null=True, help_text="Does the quote occur in one of the evidence passages? Null: no quote."
     )
+    confidence = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The judge's probability that the claim is unsupported, when it gave one: "
+        "active calibration samples draw in proportion to its uncertainty.",
+    )
 
     class Meta:
         ordering = ["run", "line"]
@@ -111,7 +117,95 @@ class Verdict(models.Model):
                 condition=Q(relevance__isnull=True) | Q(relevance__lte=2),
                 name="verdict_relevance_0_to_2",
             ),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True)
+                | Q(confidence__gte=0.0, confidence__lte=1.0, claim__isnull=False),
+                name="verdict_confidence_0_to_1_on_claims",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"verdict line {self.line} ({self.status})"
+
+
+class CalibrationDesign(models.Model):
+    """A calibration sample (SPEC.md "Calibration samples (design-based)"): answers of the
+    frame drawn for human labelling by Poisson sampling with known inclusion probabilities.
+
+    The frame is fixed when the sample is drawn -- the answers with an ok claim verdict of the
+    run that no reviewer has submitted a label set for and no imported gold covers -- and is
+    kept as the three numbers the design estimate reads (its answers, its judged claims M and
+    the judge's unsupported calls among them); the sampled answers are rows of
+    CalibrationSample with their π. The seed draws the same sample again from the same frame.
+    """
+
+    class Kind(models.TextChoices):
+        UNIFORM = "uniform", "uniform"
+        ACTIVE = "active", "active"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="designs")
+    requested = models.CharField(max_length=10, choices=Kind, help_text="The design asked for.")
+    kind = models.CharField(
+        max_length=10,
+        choices=Kind,
+        help_text="The design used: active falls back to uniform without confidences.",
+    )
+    fallback = models.CharField(
+        max_length=255, blank=True, help_text="Why active fell back to uniform."
+    )
+    budget = models.FloatField(help_text="B, the expected number of sampled answers (Σ π).")
+    seed = models.BigIntegerField()
+    frame_answers = models.PositiveIntegerField()
+    frame_claims = models.PositiveIntegerField(help_text="M: judged (ok) claims in the frame.")
+    frame_judge_unsupported = models.PositiveIntegerField(
+        help_text="The judge's unsupported calls among the frame's judged claims."
+    )
+    frame_confidences = models.PositiveIntegerField(
+        default=0, help_text="Judged claims of the frame that carry a confidence."
+    )
+    pi_min = models.FloatField()
+    pi_max = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["run", "-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(budget__gt=0), name="design_budget_positive"),
+            models.CheckConstraint(
+                condition=Q(frame_claims__gte=F("frame_judge_unsupported")),
+                name="design_judge_calls_within_frame",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"design {self.pk} ({self.kind}, {self.budget:g} of {self.frame_answers})"
+
+
+class CalibrationSample(models.Model):
+    """One answer a calibration design drew, with its inclusion probability π."""
+
+    # No index of its own: unique_design_answer starts with it.
+    design = models.ForeignKey(
+        CalibrationDesign, on_delete=models.CASCADE, related_name="sample", db_index=False
+    )
+    # The gold export reads an answer's samples joined to the answer's own row (no query more).
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="calibration_samples")
+    pi = models.FloatField()
+
+    class Meta:
+        ordering = ["design", "answer"]
+        constraints = [
+            models.UniqueConstraint(fields=["design", "answer"], name="unique_design_answer"),
+            models.CheckConstraint(condition=Q(pi__gt=0.0, pi__lte=1.0), name="sample_pi_0_to_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"answer {self.answer_id} in design {self.design_id} (π = {self.pi:.4g})"

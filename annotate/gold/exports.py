@@ -91,6 +91,7 @@ GOLD_CSV_COLUMNS = (
     "reviewer_a",
     "reviewer_b",
     "imported",
+    "calibration",
     "human_kappa",
     "content_hash",
 )
@@ -307,7 +308,8 @@ def gold_rows(
     # The same for every row of the export (rows share these two mappings).
     claim_kappa = {f: kappas.get(f) for f in _claim_kappa_fields(schema)}
     answer_kappa = {f: kappas.get(f) for f in answer_fields if f in kappas}
-    encode = _row_encoder([*claim_kappa.values(), *answer_kappa.values()])
+    kappa_floats = [*claim_kappa.values(), *answer_kappa.values()]
+    encode = _row_encoder(kappa_floats)
     base = {
         "schema_version": GOLD_SCHEMA_VERSION,
         "project": project.slug,
@@ -328,6 +330,12 @@ def gold_rows(
             claims_of.setdefault(pair.answer_id, []).append(pair)
         for pair in answer_pairs:
             common = answers[pair.answer_id]
+            # A sampled answer's π are floats too: its rows' encoder checks them as well.
+            row_encode = (
+                _row_encoder([*kappa_floats, *_calibration_floats(common)])
+                if "calibration" in common
+                else encode
+            )
             if chosen.item in ("all", "claim"):
                 claim_common = {k: v for k, v in common.items() if k not in claim_drops}
                 for claim_pair in claims_of.get(pair.answer_id, []):
@@ -345,7 +353,7 @@ def gold_rows(
                     if claim_pair.imported is not None:
                         row["imported"] = _imported(claim_pair.imported, claim_keys)
                     row["human_kappa"] = claim_kappa
-                    yield _hashed(row, provenance, tail, encode)
+                    yield _hashed(row, provenance, tail, row_encode)
             if chosen.item not in ("all", "answer"):
                 continue
             # support_binary from the answer's claims, in every schema: an answer is decided
@@ -371,7 +379,7 @@ def gold_rows(
                 if pair.imported is not None:
                     row["imported"] = _imported(pair.imported, answer_keys)
                 row["human_kappa"] = answer_kappa
-                yield _hashed(row, provenance, tail, encode)
+                yield _hashed(row, provenance, tail, row_encode)
 
 
 def _claim_kappa_fields(schema) -> tuple[str, ...]:
@@ -485,20 +493,31 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
     ):
         retrieved[answer_pk].append(tuple(passage))
     answers = {}
-    for pk, *fields in Answer.objects.filter(pk__among=answer_ids).values_list(
-        "pk",
-        "case__case_id",
-        "answer_id",
-        "variant__name",
-        "task_number",
-        "case__answerable",
-        "case__adversarial",
-        "case__split",
-        "case__question",
-        "text",
-        "case__reference",
+    for pk, *fields in (
+        Answer.objects.filter(pk__among=answer_ids)
+        .order_by("pk", "calibration_samples__design_id")
+        .values_list(
+            "pk",
+            "case__case_id",
+            "answer_id",
+            "variant__name",
+            "task_number",
+            "case__answerable",
+            "case__adversarial",
+            "case__split",
+            "case__question",
+            "text",
+            "case__reference",
+            *_SAMPLE_FIELDS,
+        )
     ):
-        answers[pk] = _answer_fields(base, fields, retrieved[pk])
+        fields, sample = fields[: -len(_SAMPLE_FIELDS)], fields[-len(_SAMPLE_FIELDS) :]
+        if pk not in answers:
+            answers[pk] = _answer_fields(base, fields, retrieved[pk])
+        if sample[0] is not None:  # a row per sample that drew the answer
+            answers[pk].setdefault("calibration", []).append(
+                dict(zip(_SAMPLE_KEYS, sample, strict=True))
+            )
     citations: dict[int, list[str]] = {}
     for claim_pk, cited_id in (
         Citation.objects.filter(claim__answer_id__among=answer_ids)
@@ -519,6 +538,27 @@ def _gold_chunk(base: dict, answer_ids: list[int]) -> tuple[dict[int, dict], dic
         ).values_list("pk", "ordinal", "text", "start", "end")
     }
     return answers, claims
+
+
+# The calibration samples that drew an answer (evaluation.judges.samples), joined to the
+# answer's row in the chunk's query: a row per sample, one row when none drew it. The field
+# is absent on the rows of answers no sample drew, so their content hashes do not depend on
+# it; and a sample is drawn from answers nobody has labelled, so drawing one changes no row
+# already exported (the rows it marks appear once labelled, and the export id with them).
+_SAMPLE_KEYS = ("design", "judge", "kind", "pi", "expected", "frame_answers", "seed")
+_SAMPLE_FIELDS = (
+    "calibration_samples__design_id",
+    "calibration_samples__design__run__name",
+    "calibration_samples__design__kind",
+    "calibration_samples__pi",
+    "calibration_samples__design__budget",
+    "calibration_samples__design__frame_answers",
+    "calibration_samples__design__seed",
+)
+
+
+def _calibration_floats(common: dict) -> list[float]:
+    return [entry[k] for entry in common.get("calibration", ()) for k in ("pi", "expected")]
 
 
 def _answer_fields(base: dict, fields, retrieved) -> dict[str, Any]:

@@ -115,8 +115,15 @@ def next_task(*, project: Project, reviewer) -> Assignment | None:
 
 
 def _window(open_answers, offset: float, *, skip_locked: bool, size: int = WINDOW) -> list:
-    """Up to `size` open answers from the reviewer's starting point on, wrapping around to
-    the start of the queue; each part is one range scan of the open-queue index."""
+    """Up to `size` open answers: first those of the front band (keys below 0: the answers
+    a calibration sample drew, evaluation.judges.samples.to_front), in the project's spread
+    order; then from the reviewer's starting point on, wrapping around to the start of the
+    queue. Each part is one range scan of the open-queue index.
+
+    The band is served in one order to every reviewer, not from each one's own point: a
+    sampled answer counts once two reviewers have labelled it, so its second reviewer should
+    follow the first soon. Nothing a reviewer sees changes with it (the task number is drawn
+    apart from the key), so a reviewer cannot tell a sampled answer from another."""
 
     def part(queryset, limit):
         locked = queryset.order_by("queue_key").select_for_update(
@@ -124,9 +131,13 @@ def _window(open_answers, offset: float, *, skip_locked: bool, size: int = WINDO
         )
         return list(locked[:limit])
 
-    found = part(open_answers.filter(queue_key__gte=offset), size)
+    found = part(open_answers.filter(queue_key__lt=0), size)
     if len(found) < size:
-        found += part(open_answers.filter(queue_key__lt=offset), size - len(found))
+        found += part(open_answers.filter(queue_key__gte=offset), size - len(found))
+    if len(found) < size:
+        found += part(
+            open_answers.filter(queue_key__gte=0, queue_key__lt=offset), size - len(found)
+        )
     return found
 
 

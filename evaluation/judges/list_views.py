@@ -18,6 +18,7 @@ from annotate.imports.lines import BundleInvalid
 from annotate.imports.uploads import validate_upload_size
 from annotate.models import ComputedReport, Role
 from evaluation.judges.runs import self_judged_counts
+from evaluation.judges.samples import DESIGNS, MAX_SEED
 from evaluation.models import JudgeRun
 from evaluation.report_kinds import CALIBRATION
 from jobs import accept as jobs
@@ -180,3 +181,21 @@ def judge_upload(request, project, role):
     if request.htmx:  # htmx swaps only 2xx responses
         return render(request, "evaluation/judges.html#upload-form", context)
     return render(request, "evaluation/judges.html", context, status=400)
+
+
+class SampleForm(forms.Form):
+    answers = forms.FloatField(
+        label="Answers to draw (expected)",
+        min_value=0,
+        help_text="B: the sum of the inclusion probabilities; at most the frame's size.",
+    )
+    design = forms.ChoiceField(choices=[(d, d) for d in DESIGNS], initial="uniform")
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_SEED, help_text="Empty: a random one."
+    )
+
+    def clean_answers(self):
+        value = self.cleaned_data["answers"]
+        if not value > 0:
+            raise forms.ValidationError("Draw at least some answers: B must be above 0.")
+        return value

@@ -38,7 +38,7 @@ JUDGE_LABELS = (*SCALES["three_way"], UNSUPPORTED)
 RUN_FIELDS = ({"judge", "model", "prompt"}, {"model_version", "settings"})
 VERDICT_FIELDS = (
     {"answer_id", "raw"},
-    {"claim_index", "label", "relevance", "evidence_ids", "quote", "status"},
+    {"claim_index", "label", "relevance", "evidence_ids", "quote", "status", "confidence"},
 )
 STATUSES = tuple(Verdict.Status.values)
 BATCH = 1000
@@ -77,6 +77,7 @@ class VerdictRecord:
     relevance: int | None = None
     evidence_ids: list[str] = field(default_factory=list)
     quote: str = ""
+    confidence: float | None = None
 
 
 @dataclass
@@ -246,10 +247,13 @@ def _parse_verdict(
         errors.append(
             BundleError(number, "'relevance' is about the answer: give it without 'claim_index'")
         )
+    confidence = _confidence(number, obj, errors, about_claim=index is not None or index_refused)
     if len(errors) > before:
         return None
 
-    record = VerdictRecord(line=number, answer_id=answer_id, claim_index=index, raw=raw)
+    record = VerdictRecord(
+        line=number, answer_id=answer_id, claim_index=index, raw=raw, confidence=confidence
+    )
     problems: list[str] = []
     if index is not None:
         record.label = _label(obj, problems)
@@ -270,6 +274,40 @@ def _parse_verdict(
         record.status, record.label, record.relevance = Verdict.Status.MALFORMED, "", None
         record.problem = "; ".join(problems) or "marked malformed in the file"
     return record
+
+
+def _confidence(
+    number: int, obj: dict, errors: list[BundleError], *, about_claim: bool
+) -> float | None:
+    """The verdict's optional `confidence`: the judge's probability that the claim is
+    unsupported, a number in [0, 1]. Given by the pipeline that ran the judge (from its log
+    probabilities or its own words), so a wrong one is a mistake of the file, not of the judge:
+    an import error, named by line and field."""
+    if "confidence" not in obj or obj["confidence"] is None:
+        return None
+    value = obj["confidence"]
+    if not about_claim:
+        errors.append(
+            BundleError(
+                number,
+                "confidence: it is the probability that a claim is unsupported; give it with "
+                "'claim_index'",
+            )
+        )
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        errors.append(BundleError(number, f"confidence: must be a number, got {kind_of(value)}"))
+        return None
+    if not 0.0 <= value <= 1.0:
+        errors.append(
+            BundleError(
+                number,
+                f"confidence: must lie in [0, 1] (the probability that the claim is "
+                f"unsupported), got {value!r}",
+            )
+        )
+        return None
+    return float(value)
 
 
 def _label(obj: dict, problems: list[str]) -> str:
@@ -471,6 +509,7 @@ def import_judge_run(
                 v.evidence_ids,
                 v.quote,
                 found,
+                v.confidence if v.status == Verdict.Status.OK else None,
             )
         )
         result.verdicts += 1

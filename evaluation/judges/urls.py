@@ -19,6 +19,11 @@ urlpatterns = [
         name="judge_run_json",
     ),
     path(
+        "<int:run_pk>/samples/",
+        lazy("evaluation.judges.sample_views.draw_calibration_sample"),
+        name="judge_run_sample",
+    ),
+    path(
         "<int:run_pk>/answers/<int:answer_pk>/",
         lazy("evaluation.judges.views.judge_answer"),
         name="judge_answer",

@@ -26,7 +26,8 @@ from annotate.common.roles import project_view
 from annotate.models import Answer, Role
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
-from evaluation.judges.list_views import CompareForm, SplitForm
+from evaluation.judges.list_views import CompareForm, SampleForm, SplitForm
+from evaluation.judges.samples import design_estimates, designs_of
 from evaluation.models import JudgeRun
 from evaluation.report_kinds import CALIBRATION
 from evaluation.reports import charts
@@ -285,6 +286,11 @@ def judge_run(request, project, role, run_pk):
         return render(request, f"evaluation/judge_run.html#{partial}", context)
     if request.htmx:
         return render(request, "evaluation/judge_run.html#report", context)
+    # The calibration samples: one query when there is none; their estimates are computed
+    # here from the samples' gold (small: the sampled answers only), not stored.
+    designs = designs_of(run)
+    context["samples"] = design_estimates(designs) if designs else []
+    context["sample_form"] = SampleForm()
     return render(request, "evaluation/judge_run.html", context)
 
 

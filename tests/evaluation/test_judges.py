@@ -98,7 +98,7 @@ def test_every_import_error_is_reported_by_line_at_once():
         supported(claim_index=0),  # line 4: fine
         supported(claim_index=0),  # line 5: duplicate of line 4
         verdict(None, None),  # line 6: no answer_id
-        supported(claim_index=1, confidence=0.9),  # line 7: unknown field
+        supported(claim_index=1, certainty=0.9),  # line 7: unknown field
         "not json",  # line 8
     )
     lines[-1] = "not json\n"
@@ -111,8 +111,8 @@ def test_every_import_error_is_reported_by_line_at_once():
         "line 5: a second verdict for claim 0 of answer 'a2-deadline/baseline' "
         "(the first is on line 4)",
         "line 6: missing required field 'answer_id'",
-        "line 7: unknown field 'confidence' in a verdict line (allowed: answer_id, claim_index, "
-        "evidence_ids, label, quote, raw, relevance, status)",
+        "line 7: unknown field 'certainty' in a verdict line (allowed: answer_id, claim_index, "
+        "confidence, evidence_ids, label, quote, raw, relevance, status)",
         "line 8: not valid JSON (Expecting value at column 1)",
     ]
 

@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.models import Project
-from evaluation.models import JudgeRun
+from evaluation.judges.samples import design_estimates
+from evaluation.models import CalibrationDesign, JudgeRun
 from evaluation.reports.calibration import calibration_report
 
 # The text lists this many disagreements; --json (and the run's page) has every one.
@@ -35,6 +36,25 @@ def rogan_gladen_text(block: dict) -> str:
     )
 
 
+def design_text(d: dict) -> str:
+    """A calibration sample's estimate, with its counts and whether it is provisional."""
+    clipped = (
+        f" (clipped to [0, 1]: {d['unclipped']['estimate']:.3f} "
+        f"{_interval(d['unclipped']['ci95'])})"
+        if d["clipped"]
+        else ""
+    )
+    line = (
+        f"calibration sample {d['id']} ({d['kind']}, seed {d['seed']}): "
+        f"{_rate(d['estimate'])} 95% {_interval(d['ci95'])}{clipped} of the frame's "
+        f"{d['frame_claims']} judged claims; sampled {d['answers_sampled']}, decided "
+        f"{d['decided']}, waiting {d['waiting']}"
+    )
+    if d["provisional"]:
+        line += f"\n    PROVISIONAL: {d['provisional_reason']}"
+    return line
+
+
 class Command(BaseCommand):
     requires_system_checks: list[str] = []  # as add_member: nothing here needs them
     help = "A model judge's run against the gold labels (default split judge_test)."
@@ -45,8 +65,14 @@ class Command(BaseCommand):
         parser.add_argument("--split", choices=SPLITS, default=DEFAULT_SPLIT)
         parser.add_argument("--json", action="store_true", help="print the JSON report")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        parser.add_argument(
+            "--design",
+            type=int,
+            help="a calibration sample's id (sample_for_calibration): its estimate of its "
+            "frame's unsupported share, beside the corrected ones",
+        )
 
-    def handle(self, *args, project, judge, split, json: bool, seed: int, **options):
+    def handle(self, *args, project, judge, split, json: bool, seed: int, design, **options):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
@@ -54,7 +80,19 @@ class Command(BaseCommand):
         if run is None:
             names = ", ".join(found.judge_runs.values_list("name", flat=True)) or "none"
             raise CommandError(f"No judge run '{judge}' in '{project}' (runs: {names}).")
+        chosen = None
+        if design is not None:
+            chosen = CalibrationDesign.objects.filter(run=run, pk=design).first()
+            if chosen is None:
+                ids = ", ".join(str(pk) for pk in run.designs.values_list("pk", flat=True))
+                raise CommandError(
+                    f"No calibration sample {design} of judge run '{judge}' "
+                    f"(its samples: {ids or 'none'})."
+                )
+            chosen.run, chosen.project = run, found  # already loaded
         report = calibration_report(run=run, split=split, seed=seed)
+        if chosen is not None:
+            report = {**report, "design": design_estimates([chosen])[0].as_dict()}
         if json:
             self.stdout.write(jsonlib.dumps(report, indent=2, ensure_ascii=False))
             return
@@ -133,6 +171,8 @@ class Command(BaseCommand):
             out(f"    PPI: refused — {ppi['refused']}")
         else:
             out(f"    PPI: {_rate(ppi['estimate'])} 95% {_interval(ppi['ci95'])}")
+        if "design" in r:
+            out(f"    {design_text(r['design'])}")
         disagreements = r["disagreements"]
         out(f"  disagreements with gold: {len(disagreements)}")
         for d in disagreements[:DISAGREEMENTS_SHOWN]:
