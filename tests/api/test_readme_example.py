@@ -78,6 +78,8 @@ def assert_done(namespace: dict, user, out: str) -> None:
     calibration = namespace["calibration"]
     assert calibration["split"] == "judge_test" and calibration["n"] > 0
     assert "101 gold rows" in out and "judge strict-judge-v2" in out
+    assert f"release v1: {namespace['release']['row_count']} rows" in out
+    assert namespace["saved"].stat().st_size > 0  # the Parquet file pulled back
 
 
 @pytest.mark.django_db(transaction=True)
