@@ -340,3 +340,16 @@ def test_the_release_list_costs_one_query_however_many_releases(
     with django_assert_num_queries(7):
         page = browser.get(url).content.decode()
     assert all(f'data-release="{name}"' in page for name in ("v1", "v2", "v3"))
+
+
+def test_the_gold_page_shows_its_releases_once_and_its_title_is_plain(demo, lead):
+    """The releases section sits in the page's content only: once it was pasted into the
+    title and the navigation blocks too, and the tab's title held a form."""
+    browser = Client()
+    browser.force_login(lead)
+    create_release(project=demo, name="v1", user=lead)
+    page = browser.get(reverse("gold", args=["demo"])).content.decode()
+    assert page.count('id="releases"') == 1
+    assert page.count('data-release="v1"') == 1
+    title = page.split("<title>", 1)[1].split("</title>", 1)[0]
+    assert "<" not in title and "Gold set" in title
