@@ -3,7 +3,6 @@ dataset card, download one (JSONL byte for byte as frozen, CSV, Parquet), and co
 
 from __future__ import annotations
 
-from django.http import FileResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -23,11 +22,12 @@ from annotate.api.base import (
     query,
     responses,
 )
-from annotate.gold.exports import JUDGE_SPLITS, content_type
+from annotate.gold.exports import JUDGE_SPLITS
 from annotate.models import GoldRelease
 from annotate.releases import selectors
 from annotate.releases.diff import diff_releases
 from annotate.releases.services import ReleaseRefused, start_release
+from annotate.releases.views import download
 from jobs.serializers import ACCEPTED_202, accepted
 
 
@@ -171,20 +171,7 @@ class ReleaseDownload(LeadView):
         if fmt not in selectors.FORMATS:
             raise NotFound("Formats: jsonl, csv, parquet.")
         release = _release(self.project, name)
-        filename = f"{slug}-gold-{release.name}.{fmt}"
-        if fmt == "parquet":
-            return FileResponse(
-                selectors.release_parquet(release),
-                as_attachment=True,
-                filename=filename,
-                content_type=content_type(fmt),
-            )
-        body = selectors.jsonl_chunks(release) if fmt == "jsonl" else selectors.release_csv(release)
-        response = StreamingHttpResponse(body, content_type=content_type(fmt))
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
-        if fmt == "jsonl":
-            response["Content-Length"] = str(release.size)
-        return response
+        return download(release, fmt, slug=slug)
 
 
 class ReleaseDiff(LeadView):

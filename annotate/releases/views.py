@@ -44,7 +44,13 @@ def release_download(request, project, role, name, fmt):
     release = selectors.release_named(project, name)
     if release is None or fmt not in selectors.FORMATS:
         raise Http404("Not found")
-    filename = f"{project.slug}-gold-{release.name}.{fmt}"
+    return download(release, fmt, slug=project.slug)
+
+
+def download(release, fmt: str, *, slug: str):
+    """A release's file in `fmt` (jsonl: the frozen bytes, with their length; csv and parquet
+    made from them), as an attachment: the page's download and the API's."""
+    filename = f"{slug}-gold-{release.name}.{fmt}"
     if fmt == "parquet":
         return FileResponse(
             selectors.release_parquet(release),
