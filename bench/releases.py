@@ -16,37 +16,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.agreement_gold import command_in_child, label_everything  # noqa: E402
+from bench.agreement_gold import command_in_child, load_tenth_and_full  # noqa: E402
 from bench.common import setup_bench_database  # noqa: E402
-from bench.import_bundle import write_bundle  # noqa: E402
 
 
 def main() -> None:
     setup_bench_database()
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from annotate.imports.bundle_import import import_bundle
-    from annotate.members.services import add_member
-    from annotate.projects.opening import open_labelling
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.jsonl"
-        write_bundle(path)
-        for slug in ("tenth", "full"):
-            with path.open("rb") as stream:
-                project = import_bundle(lines=stream, project_slug=slug).project
-            reviewers = [
-                add_member(project=project, username=f"{slug}-{n}", role="reviewer").user
-                for n in ("a", "b")
-            ]
-            open_labelling(project=project)
-            with transaction.atomic():
-                claims = label_everything(
-                    project, reviewers, answers_limit=1000 if slug == "tenth" else None
-                )
-            print(f"{slug}: {claims:,} doubly-labelled claims")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # as autovacuum would after a bulk load
+    load_tenth_and_full()
     connection.close()
 
     for slug in ("tenth", "full"):
