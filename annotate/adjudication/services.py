@@ -286,6 +286,7 @@ def adjudicate(
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
+    computed.lock(answer.project_id)  # before the answer's row: computed.lock says why
     lock = start_adjudication(answer=answer, lead=lead)  # NotYetAdjudicable: not yet
     if lock is None:
         raise ServiceError("This task does not hold two submitted label sets: nothing to decide.")

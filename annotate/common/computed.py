@@ -126,11 +126,28 @@ CODE_VERSION = _code_version()
 ALL = "all"  # touch(answers=ALL): every answer of the project
 
 
+def lock(project: Project | int) -> None:
+    """Take the project's row for the rest of the transaction: the FIRST statement of every
+    write that will touch() the project, before it locks anything else.
+
+    touch() updates the project's row, so every write of a project holds that row until it
+    commits. A write that first locked an answer or a task and then waited for the project's
+    row could meet one that held the project's row and then waited for that answer -- a
+    deadlock PostgreSQL breaks by failing one of them (a reviewer's submit against another's
+    undo on the same answer did, in CI). Taken first, the project's row orders them: the
+    second write waits before it holds anything. FOR NO KEY UPDATE, as the UPDATE itself
+    would take: inserting rows that point to the project (new tasks, labels) is not blocked.
+    One query; nothing on SQLite, which runs one write at a time."""
+    pk = project if isinstance(project, int) else project.pk
+    Project.objects.select_for_update(no_key=True).filter(pk=pk).values_list("pk").first()
+
+
 def touch(project: Project | int, *, content: bool = False, answers: Iterable[int] | str = ()):
     """Move the project's revision (and its content revision when ``content``, and the
     revision of ``answers``: pks, or ALL): call it inside the transaction of the write, so
     that a report computed before the write commits is stale after it. One UPDATE, two with
-    answers (per 500)."""
+    answers (per 500). A write that locks other rows before this must lock() the project
+    first."""
     pk = project if isinstance(project, int) else project.pk
     moved = {"revision": F("revision") + 1}
     if content:

@@ -199,6 +199,7 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
     if progress:
         progress("writing", 0)
     with transaction.atomic():
+        computed.lock(project)  # before the answers' rows: computed.lock says why
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
         for item in pending:
