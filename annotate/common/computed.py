@@ -137,9 +137,9 @@ def lock(project: Project | int) -> None:
     undo on the same answer did, in CI). Taken first, the project's row orders them: the
     second write waits before it holds anything. FOR NO KEY UPDATE, as the UPDATE itself
     would take: inserting rows that point to the project (new tasks, labels) is not blocked.
-    One query; nothing on SQLite, which runs one write at a time."""
+    One query (a plain read on SQLite, which runs one write at a time anyway)."""
     pk = project if isinstance(project, int) else project.pk
-    Project.objects.select_for_update(no_key=True).filter(pk=pk).values_list("pk").first()
+    list(Project.objects.select_for_update(no_key=True).filter(pk=pk).order_by().values_list("pk"))
 
 
 def touch(project: Project | int, *, content: bool = False, answers: Iterable[int] | str = ()):
