@@ -10,9 +10,10 @@ is dropped and re-created; its name must contain 'bench'.)
 
 What runs, per phase (`both`: the database backend for the first half of the minutes, then
 RQ on a redis-server of the soak's own, on a free port, in its own directory):
-- two gunicorn servers (2 workers x 4 threads, DEBUG off) on ports the OS assigns, and
-  `manage.py worker`, each in a session of its own; a supervisor thread restarts the worker a
-  few seconds after it exits, whoever ended it, as systemd or docker's restart policy would;
+- two gunicorn servers (2 workers x 4 threads, DEBUG off, --keep-alive 75) on ports the OS
+  assigns, and `manage.py worker`, each in a session of its own; a supervisor thread
+  restarts the worker a few seconds after it exits, whoever ended it, as systemd or docker's
+  restart policy would;
 - reviewers with API tokens, each request sent to the next server in turn (no sticky
   sessions): take the next task, draft each claim (sometimes twice) and the answer with the
   `version` read, submit; now and then skip a task, or reopen (undo) one just submitted,
@@ -351,7 +352,7 @@ class Processes:
         record: Record,
         restart_delay: float,
         phase: str,
-        keep_alive: float | None = None,
+        keep_alive: float | None = None,  # None: gunicorn's own
     ):
         self.phase = phase
         self.keep_alive = keep_alive
@@ -1354,7 +1355,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep-alive",
         type=float,
-        help="gunicorn's --keep-alive, seconds an idle connection is kept (default: gunicorn's 2)",
+        default=75.0,
+        help="gunicorn's --keep-alive: seconds an idle connection is kept. Above the reviewers' "
+        "pauses, as a balancer's upstream idle timeout is set below its servers'; at "
+        "gunicorn's own 2 s, a server closes a connection as a reviewer reuses it and the "
+        "request gets no answer (10 of 42,321 in one run)",
     )
     args = parser.parse_args(argv)
     if args.reviewers < 1 or args.minutes <= 0:
