@@ -10,10 +10,7 @@ shows stored reports must not carry numpy, scipy, scikit-learn and pandas
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from annotate.common import computed
-from annotate.gold.exports import gold_size
 from annotate.models import Project, Variant
 from evaluation.models import JudgeRun
 
@@ -93,32 +90,21 @@ def _refresh_evaluation(project: Project, key: str, revision: int) -> None:
         )
 
 
-def small(project: Project) -> bool:
-    """Whether a project's first report is computed in the request: its gold set holds up to
-    CLAIMDESK_REPORT_INLINE_MAX_ROWS rows (two counts)."""
-    return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
-
-
-computed.register(
-    AGREEMENT, compute=_agreement, small=small, requires=frozenset({"slices", "pairs"})
-)
+computed.register(AGREEMENT, compute=_agreement, requires=frozenset({"slices", "pairs"}))
 computed.register(
     CALIBRATION,
     compute=_calibration,
-    small=small,
     requires=frozenset({"binary", "confusion", "disagreements"}),
 )
 computed.register(
     EVALUATION,
     compute=_evaluation,
     refresh=_refresh_evaluation,
-    small=small,
     requires=frozenset({"variants", "ks", "not_available", "latency_histogram"}),
 )
 computed.register(
     COMPARISON,
     compute=_comparison,
-    small=small,
     requires=frozenset({"a", "b", "k", "metrics", "fusion"}),
 )
 # What the evaluation page derives in the request from the stored reports.

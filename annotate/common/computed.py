@@ -23,8 +23,11 @@ the Django admin (annotate.admin.RevisionAdmin). A change made behind the applic
 
 **One read path** (Reports.read): current -> shown; stale -> shown, marked, while one worker
 computes it again (a result of other code, or of a shape this code does not read, is never
-shown); nothing yet -> computed in the request when the project is small (or tasks run in
-process), else a worker is asked and the page waits (pending_answer). A stored result that
+shown); nothing yet -> a worker is asked and the page says it is being computed
+(pending_answer), whatever the project's size: a report computed in the request held the
+first Agreement view of the demo's 60 answers for 12-18 s on a loaded machine, with nothing
+on screen. Only when tasks run in the process (CLAIMDESK_TASKS=immediate) is it computed in
+the request, as there is nobody else to compute it. A stored result that
 lacks a key its kind requires is treated as nothing stored: recomputed, never a KeyError.
 
 **The registry.** Each app declares its kinds in its report_kinds module (found at start-up,
@@ -181,16 +184,13 @@ class Kind:
     (the worker computes them); the in-memory kinds are computed by their caller.
     ``requires``: the top-level keys of a stored result the pages read (a result without one
     of them is of another shape, and computed again). ``refresh``: what the worker runs
-    instead of compute alone (computing related reports from the same read of the data).
-    ``small(project)``: whether a first computation may run in the request (else a worker's);
-    by default never."""
+    instead of compute alone (computing related reports from the same read of the data)."""
 
     name: str
     scope: str = PROJECT
     compute: Callable[[Project, str], Any] | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
     refresh: Callable[[Project, str, int], None] | None = None
-    small: Callable[[Project], bool] = lambda project: False
 
     @property
     def stored(self) -> bool:
@@ -341,7 +341,7 @@ def read(project: Project, kind_name: str, key: str = "", *, revision: int | Non
             result = None  # stored in a shape this code does not read: as good as nothing
     if result is not None and row.revision == revision:
         return Stored(result, row.computed_at, row.seconds, fresh=True, refreshing=False)
-    if framework.runs_in_process() or (result is None and kind.small(project)):
+    if framework.runs_in_process():
         stored = _compute(project, kind, key, revision, keep=True)
         return Stored(stored.result, stored.computed_at, stored.seconds, True, False)
     asked = _ask_worker(project, kind, key, revision)
