@@ -146,6 +146,11 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
         n=Count("pk"), last=Max("pk")
     )
     imported_at = GoldImport.objects.filter(project=project).aggregate(last=Max("imported_at"))
+    # Calibration samples: the export carries each sampled answer's design and π. A design is
+    # written whole, once: their count and newest key say which are in.
+    designs = Project.objects.filter(pk=project.pk).aggregate(
+        n=Count("judge_runs__designs"), last=Max("judge_runs__designs__pk")
+    )
     times = [t for t in (labels["last"], decisions["last"], imported_at["last"]) if t is not None]
     as_of = max(times).isoformat() if times else ""
     key = json.dumps(
@@ -161,6 +166,7 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
             claims["last"],
             as_of,
             *((imported["n"], imported["last"]) if imported["n"] else ()),
+            *(("designs", designs["n"], designs["last"]) if designs["n"] else ()),
         ],
         default=str,
         sort_keys=True,
