@@ -330,7 +330,6 @@ def test_a_report_that_fails_is_asked_again_only_after_the_stale_period(
 
     from django.utils import timezone
 
-
     def fails(project, key):
         raise RuntimeError("the statistics broke")
 
