@@ -106,7 +106,9 @@ computed.register(
     CALIBRATION,
     compute=_calibration,
     small=small,
-    requires=frozenset({"binary", "confusion", "disagreements"}),
+    # strata_by: the strata every grouping (--by, the page's selector) reads; a report stored
+    # before them is recomputed, never a KeyError.
+    requires=frozenset({"binary", "confusion", "disagreements", "strata_by"}),
 )
 computed.register(
     EVALUATION,
