@@ -18,6 +18,8 @@ from html import unescape
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy.stats import norm
@@ -420,7 +422,11 @@ def test_the_calibration_page_shows_the_report_s_ppi_plus_plus_strata_and_three_
         assert _field(row, "target_n") == str(stratum["target_n"])
         assert _field(row, "weight") == f"{stratum['target_n'] / total:.3f}"
         _share_read_back(row, stratum)
-    _share_read_back(_row(page, 'id="stratified"'), report["stratified"])
+    stratified = _row(page, 'id="stratified"')
+    assert _field(stratified, "n") == str(report["n"]) == str(sum(r["n"] for r in report["strata"]))
+    assert _field(stratified, "target_n") == str(total)
+    assert _field(stratified, "weight") == "1"
+    _share_read_back(stratified, report["stratified"])
 
     for label in ("contradicted", "insufficient_evidence"):
         row = _row(page, f'id="three-way-{label}"')
@@ -490,3 +496,17 @@ def test_the_api_schema_documents_ppi_plus_plus_and_the_strata(client):
     assert {"ppi_plus_plus", "ppi", "rogan_gladen", "three_way"} <= set(
         components["Corrected"]["properties"]
     )
+
+
+def test_the_strata_cost_the_page_no_query(demo, lead, client):
+    """Every grouping is in the stored report: choosing one reads nothing more."""
+    run = JudgeRun.objects.get(project=demo, name="strict-judge-v2")
+    client.login(username=lead.username, password=PASSWORD)
+    url = reverse("judge_run", kwargs={"slug": "demo", "run_pk": run.pk})
+    client.get(url)  # computed and stored here
+    counts = []
+    for query in ("", "?by=slice", "?by=variant"):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(url + query).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1] == counts[2]
