@@ -301,6 +301,8 @@ def judge_run(request, project, role, run_pk):
     target = request.htmx.target if request.htmx else None
     if target in ("disagreements-section", "problems-section", "strata-section"):
         partial = target.removesuffix("-section")
+        # The split switch in the page's head keeps the strata chosen here (out of band).
+        context["strata_oob"] = partial == "strata"
         return render(request, f"evaluation/judge_run.html#{partial}", context)
     if request.htmx:
         return render(request, "evaluation/judge_run.html#report", context)

@@ -29,6 +29,11 @@ def test_the_strata_selector_swaps_its_section_and_the_headline_stays(page, demo
     page.wait_for_url("**by=variant**")
     expect(page.locator('#strata tr[data-stratum="verifier"]')).to_be_visible()
     expect(page.locator("#ppi-plus-plus")).to_contain_text("headline")  # nothing else moved
+    # Another split keeps the strata chosen.
+    page.select_option("#id_split", "all")
+    page.wait_for_url("**split=all**")
+    assert "by=variant" in page.url
+    expect(page.locator('#strata tr[data-stratum="verifier"]')).to_be_visible()
 
 
 def test_the_strata_selector_works_without_javascript(browser, live_server, demo, lead):  # noqa: F811

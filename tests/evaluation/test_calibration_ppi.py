@@ -442,7 +442,9 @@ def test_the_calibration_page_shows_the_report_s_ppi_plus_plus_strata_and_three_
         url + "?by=variant", headers={"HX-Request": "true", "HX-Target": "strata-section"}
     )
     body = section.content.decode().lstrip()
-    assert body.startswith('<section class="section" aria-labelledby="strata-title"')
+    # the section, and the split switch's hidden `by` out of band, so another split keeps it
+    assert body.startswith('<input type="hidden" name="by" id="split-by" value="variant"')
+    assert '<section class="section" aria-labelledby="strata-title"' in body
     assert 'data-stratum="baseline"' in body and 'data-stratum="verifier"' in body
 
 
