@@ -45,6 +45,7 @@ from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
 from evaluation.reports.evaluation import evaluate
 from evaluation.reports.limits import variant_limits
+from evaluation.reports.strata import BY, with_strata
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202
 
@@ -194,6 +195,12 @@ class JudgeRunImportSerializer(serializers.Serializer):
 
 class CalibrationQuerySerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=SPLITS, required=False, default=DEFAULT_SPLIT)
+    by = serializers.ChoiceField(
+        choices=BY,
+        required=False,
+        help_text="Strata: PPI++ per slice (answerable, unanswerable, adversarial) or per "
+        "variant, and the stratified estimate, as `by`, `strata` and `stratified`.",
+    )
 
 
 class RoganGladenSerializer(serializers.Serializer):
@@ -211,9 +218,16 @@ class RoganGladenSerializer(serializers.Serializer):
         help_text="Percentile bootstrap over the n gold items and the target, seeded.",
     )
     clipped = serializers.BooleanField(
-        required=False, help_text="True when the formula's value left [0, 1]."
+        required=False,
+        help_text="True when the formula's value or an end of its bootstrap interval left [0, 1].",
     )
     unclipped = serializers.FloatField(required=False, help_text="The formula's own value.")
+    unclipped_ci95 = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        required=False,
+        help_text="The bootstrap interval of the formula's own values, before clipping.",
+    )
     youden = serializers.FloatField(required=False, help_text="TPR + TNR − 1 on the gold items.")
     youden_ci95 = serializers.ListField(
         child=serializers.FloatField(),
@@ -224,10 +238,51 @@ class RoganGladenSerializer(serializers.Serializer):
     skipped = serializers.IntegerField(required=False)
 
 
-class PPISerializer(serializers.Serializer):
-    refused = serializers.CharField(required=False)
-    estimate = serializers.FloatField(required=False)
-    ci95 = serializers.ListField(child=serializers.FloatField(), required=False)
+class UnclippedSerializer(serializers.Serializer):
+    estimate = serializers.FloatField()
+    ci95 = serializers.ListField(child=serializers.FloatField())
+
+
+class ShareSerializer(serializers.Serializer):
+    """A share's estimate with its 95% interval, clipped to [0, 1] and saying so."""
+
+    refused = serializers.CharField(required=False, help_text="Present instead, saying why.")
+    estimate = serializers.FloatField(required=False, allow_null=True, help_text="In [0, 1].")
+    ci95 = serializers.ListField(
+        child=serializers.FloatField(), required=False, allow_null=True, help_text="In [0, 1]."
+    )
+    clipped = serializers.BooleanField(
+        required=False, help_text="True when the estimate or an end of its interval left [0, 1]."
+    )
+    unclipped = UnclippedSerializer(
+        required=False, help_text="Present when clipped: the estimate and interval before."
+    )
+
+
+class PPISerializer(ShareSerializer):
+    """Classic PPI: θ ± 1.96 standard errors, sample variances."""
+
+
+# `lambda` is the SPEC's key and a Python keyword: the class is built with it as a field.
+PPIPlusPlusSerializer = type(ShareSerializer)(
+    "PPIPlusPlusSerializer",
+    (ShareSerializer,),
+    {
+        "__module__": __name__,
+        "__doc__": "PPI++ (ppi_py, lam=None, alpha=0.05): the headline corrected share.",
+        "lambda": serializers.FloatField(
+            required=False, help_text="The power-tuning λ: 0 the gold-only mean, 1 classic PPI."
+        ),
+        "n": serializers.IntegerField(required=False, help_text="Gold items."),
+        "target_n": serializers.IntegerField(required=False, help_text="Target claims."),
+    },
+)
+
+
+class StratumSerializer(ShareSerializer):
+    name = serializers.CharField(help_text="The slice or the variant.")
+    n = serializers.IntegerField(help_text="Gold items in the stratum.")
+    target_n = serializers.IntegerField(help_text="Target claims in the stratum (N_h).")
 
 
 class CorrectedSerializer(serializers.Serializer):
@@ -236,8 +291,14 @@ class CorrectedSerializer(serializers.Serializer):
     excluded = serializers.DictField(child=serializers.IntegerField())
     provisional = serializers.BooleanField()
     provisional_reason = serializers.CharField(allow_null=True)
-    rogan_gladen = RoganGladenSerializer()
+    ppi_plus_plus = PPIPlusPlusSerializer()
     ppi = PPISerializer()
+    rogan_gladen = RoganGladenSerializer()
+    three_way = serializers.DictField(
+        required=False,
+        help_text="Three-way projects only: contradicted and insufficient_evidence, each "
+        "a PPI++ share as ppi_plus_plus is (the mean of its indicator); or refused.",
+    )
 
 
 class CalibrationSerializer(serializers.Serializer):
@@ -261,6 +322,16 @@ class CalibrationSerializer(serializers.Serializer):
     confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")
     corrected = CorrectedSerializer()
     disagreements = serializers.ListField(child=serializers.DictField())
+    strata_by = serializers.DictField(
+        help_text="slice and variant: each {strata, stratified} as `by` gives them."
+    )
+    by = serializers.CharField(required=False, help_text="The strata asked for (`?by=`).")
+    strata = StratumSerializer(
+        many=True, required=False, help_text="With `?by=`: PPI++ within each stratum."
+    )
+    stratified = ShareSerializer(
+        required=False, help_text="With `?by=`: Σ w_h θ_h, w_h = N_h / N, Var Σ w_h² Var_h."
+    )
 
 
 # --- Views -----------------------------------------------------------------------------------
@@ -529,7 +600,7 @@ class Calibration(JudgeRunView):
         stored = computed.read(self.project, CALIBRATION, f"{run.pk}:{filters['split']}")
         if stored.pending:
             return being_computed()
-        return with_freshness(Response(stored.result), stored)
+        return with_freshness(Response(with_strata(stored.result, filters.get("by"))), stored)
 
 
 # --- Calibration samples ---------------------------------------------------------------------

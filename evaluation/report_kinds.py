@@ -94,7 +94,9 @@ computed.register(AGREEMENT, compute=_agreement, requires=frozenset({"slices", "
 computed.register(
     CALIBRATION,
     compute=_calibration,
-    requires=frozenset({"binary", "confusion", "disagreements"}),
+    # strata_by: the strata every grouping (--by, the page's selector) reads; a report stored
+    # before them is recomputed, never a KeyError.
+    requires=frozenset({"binary", "confusion", "disagreements", "strata_by"}),
 )
 computed.register(
     EVALUATION,

@@ -160,6 +160,7 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/webhooks/",
         f"/p/demo/webhooks/{hook.pk}/",
         f"/p/demo/judges/{run.pk}/",
+        f"/p/demo/judges/{run.pk}/?by=slice",  # the strata table
         f"/p/demo/judges/{run.pk}/answers/{judged}/",
         f"/p/demo/judges/compare/?a={run.pk}&b={run.pk}",
         "/account/token/",

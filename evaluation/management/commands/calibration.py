@@ -7,6 +7,7 @@ from annotate.models import Project
 from evaluation.judges.samples import design_estimates
 from evaluation.models import CalibrationDesign, JudgeRun
 from evaluation.reports.calibration import calibration_report
+from evaluation.reports.strata import BY, with_strata
 
 # The text lists this many disagreements; --json (and the run's page) has every one.
 DISAGREEMENTS_SHOWN = 20
@@ -27,13 +28,68 @@ def rogan_gladen_text(block: dict) -> str:
         return f"Rogan–Gladen: refused — {block['refused']}"
     clipped = (
         f" (clipped to [0, 1]: the formula gives {block['unclipped']:.3f})"
-        if block["clipped"]
+        if block["unclipped"] != block["estimate"]
+        else ""
+    )
+    own = block.get("unclipped_ci95")
+    interval_clipped = (
+        f" (clipped to [0, 1]: the bootstrap's own ends {_interval(own)})"
+        if own and (own[0] < 0 or own[1] > 1)
         else ""
     )
     return (
-        f"Rogan–Gladen: {_rate(block['estimate'])}{clipped} 95% {_interval(block['ci95'])}; "
+        f"Rogan–Gladen: {_rate(block['estimate'])}{clipped} 95% {_interval(block['ci95'])}"
+        f"{interval_clipped}; "
         f"TPR + TNR − 1 = {_rate(block['youden'])} 95% {_interval(block['youden_ci95'])}"
     )
+
+
+def share_text(block: dict) -> str:
+    """A share clipped to [0, 1] as a person reads it: the estimate and interval, and when
+    they were clipped, the unclipped ones; or refused with the reason."""
+    if block.get("refused"):
+        return f"refused — {block['refused']}"
+    line = f"{_rate(block['estimate'])} 95% {_interval(block['ci95'])}"
+    if block.get("clipped"):
+        unclipped = block["unclipped"]
+        line += (
+            f" (clipped to [0, 1]: unclipped {unclipped['estimate']:.3f} "
+            f"{_interval(unclipped['ci95'])})"
+        )
+    return line
+
+
+def ppi_plus_plus_text(block: dict) -> str:
+    """The headline: PPI++ with its tuned λ (0: the gold-only mean, 1: classic PPI)."""
+    line = f"PPI++ (headline): {share_text(block)}"
+    if not block.get("refused"):
+        line += f"; λ = {block['lambda']:.3f}"
+    return line
+
+
+def ppi_text(block: dict) -> str:
+    return f"PPI: {share_text(block)}"
+
+
+def strata_text(r: dict) -> list[str]:
+    """`--by`: each stratum's PPI++ estimate with its counts, then the stratified one."""
+    lines = [f"  by {r['by']}: PPI++ within each stratum, weighted by its target claims"]
+    for row in r["strata"]:
+        lines.append(
+            f"    {row['name']:<24} n = {row['n']:<5} target {row['target_n']:<6} {share_text(row)}"
+        )
+    lines.append(f"    stratified: {share_text(r['stratified'])}")
+    return lines
+
+
+def three_way_text(block: dict) -> list[str]:
+    """A three-way project's shares of contradicted and of insufficient_evidence."""
+    if block.get("refused"):
+        return [f"three-way shares: refused — {block['refused']}"]
+    return [
+        f"{label.replace('_', ' ')} (PPI++): {share_text(share)}; λ = {share['lambda']:.3f}"
+        for label, share in block.items()
+    ]
 
 
 def design_text(d: dict) -> str:
@@ -66,13 +122,21 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the JSON report")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
         parser.add_argument(
+            "--by",
+            choices=BY,
+            help="strata: PPI++ per slice (answerable, unanswerable, adversarial) or per "
+            "variant, and the stratified estimate",
+        )
+        parser.add_argument(
             "--design",
             type=int,
             help="a calibration sample's id (sample_for_calibration): its estimate of its "
             "frame's unsupported share, beside the corrected ones",
         )
 
-    def handle(self, *args, project, judge, split, json: bool, seed: int, design, **options):
+    def handle(
+        self, *args, project, judge, split, json: bool, seed: int, design, by=None, **options
+    ):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
@@ -90,7 +154,7 @@ class Command(BaseCommand):
                     f"(its samples: {ids or 'none'})."
                 )
             chosen.run, chosen.project = run, found  # already loaded
-        report = calibration_report(run=run, split=split, seed=seed)
+        report = with_strata(calibration_report(run=run, split=split, seed=seed), by)
         if chosen is not None:
             report = {**report, "design": design_estimates([chosen])[0].as_dict()}
         if json:
@@ -165,12 +229,13 @@ class Command(BaseCommand):
         )
         if c["provisional"]:
             out(f"    PROVISIONAL: {c['provisional_reason']}")
+        out(f"    {ppi_plus_plus_text(c['ppi_plus_plus'])}")
+        out(f"    {ppi_text(c['ppi'])}")
         out(f"    {rogan_gladen_text(c['rogan_gladen'])}")
-        ppi = c["ppi"]
-        if "refused" in ppi:
-            out(f"    PPI: refused — {ppi['refused']}")
-        else:
-            out(f"    PPI: {_rate(ppi['estimate'])} 95% {_interval(ppi['ci95'])}")
+        for line in three_way_text(c["three_way"]) if "three_way" in c else []:
+            out(f"    {line}")
+        for line in strata_text(r) if "by" in r else []:
+            out(line)
         if "design" in r:
             out(f"    {design_text(r['design'])}")
         disagreements = r["disagreements"]
