@@ -526,3 +526,29 @@ def test_the_demo_marks_a_few_checks_and_leaves_the_queue_as_it_was(db):
     assert project.gold_checks.count() == 4
     assert project.check_rate == 0
     assert not Assignment.objects.filter(project=project, is_check=True).exists()
+
+
+@pytest.mark.django_db
+def test_taking_a_check_moves_the_reviewers_progress_as_taking_a_task_does(demo):
+    from annotate.labelling.selectors import reviewer_progress
+
+    lena, carol = user(demo, "lena"), user(demo, "carol")
+    services.mark_all_decided(project=demo, lead=lena)
+    before = reviewer_progress(carol, demo)
+    check = serve_check(demo, carol)
+    after_check = reviewer_progress(carol, demo)
+    assert (after_check.available, after_check.in_progress) == (
+        before.available - 1,
+        before.in_progress + 1,
+    )
+    label_everything(check)
+    submit_labels(assignment=check)
+    demo.check_rate = 0
+    demo.save()
+    before = reviewer_progress(carol, demo)
+    next_task(project=demo, reviewer=carol)
+    after_task = reviewer_progress(carol, demo)
+    assert (after_task.available, after_task.in_progress) == (
+        before.available - 1,
+        before.in_progress + 1,
+    )
