@@ -552,3 +552,35 @@ def test_taking_a_check_moves_the_reviewers_progress_as_taking_a_task_does(demo)
         before.available - 1,
         before.in_progress + 1,
     )
+
+
+class NeverCheck(random.Random):
+    def random(self):
+        return 0.999
+
+
+@pytest.mark.django_db
+def test_the_queue_costs_the_same_queries_whatever_the_rate_unless_it_serves_a_check(
+    django_user_model, django_assert_num_queries
+):
+    """The labelling hot path: a draw that misses reads nothing more than a project without
+    checks; serving a check reads the eligible checks and whether new answers remain, and
+    writes the assignment (no window of answers to lock)."""
+    project, people, _ = queue_project(django_user_model)
+    with django_assert_num_queries(TAKE_QUERIES):
+        assert not next_task(project=project, reviewer=people[0]).is_check
+    project.check_rate = 0.5
+    project.save()
+    with django_assert_num_queries(TAKE_QUERIES):
+        assert not next_task(project=project, reviewer=people[1], rng=NeverCheck()).is_check
+    with django_assert_num_queries(CHECK_QUERIES):
+        assert next_task(project=project, reviewer=people[2], rng=AlwaysCheck()).is_check
+
+
+# release_abandoned's read; savepoint and release; the membership locked; the task in
+# progress; the window of open answers (from the reviewer's point); its holders; the
+# assignment written.
+TAKE_QUERIES = 9
+# The same up to the task in progress, then the eligible checks, whether new answers remain,
+# and the assignment written.
+CHECK_QUERIES = 8
