@@ -129,7 +129,7 @@ def test_an_import_is_all_or_nothing_with_every_problem_by_line(demo):
         services.import_checks(project=demo, lead=lena, lines=bad)
     lines = refused.value.lines()
     assert lines[0] == "line 4: no answer 'nope' in this project"
-    assert lines[1].startswith("line 5: ") and "named twice (first at 1)" in lines[1]
+    assert lines[1].startswith("line 5: ") and "named twice (first on line 1)" in lines[1]
     assert not GoldCheck.objects.exists()
     good = [f"{decided[0]}\n".encode(), json.dumps({"answer_id": decided[1]}).encode()]
     assert services.import_checks(project=demo, lead=lena, lines=good) == 2
