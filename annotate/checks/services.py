@@ -44,11 +44,11 @@ def _resolve(
 ) -> tuple[list, list]:
     """([(where, answer pk)], problems) of the (where, answer_id) pairs: each id must name an
     answer of the project, once."""
-    found = dict(
-        Answer.objects.filter(project=project, answer_id__in={a for _, a in named}).values_list(
-            "answer_id", "pk"
-        )
-    )
+    ids = sorted({a for _, a in named})
+    found = {}
+    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one query
+        chunk = Answer.objects.filter(project=project, answer_id__in=ids[start : start + 500])
+        found.update(chunk.values_list("answer_id", "pk"))
     resolved, problems, seen = [], [], {}
     for where, answer_id in named:
         if answer_id in seen:
