@@ -152,8 +152,11 @@ def unmark_checks(*, project: Project, answer_ids: Sequence[str]) -> int:
     problems += [(where, "not a check") for where, pk in resolved if pk not in marked]
     if problems:
         raise ChecksRefused(sorted(problems))
-    pks = [pk for _, pk in resolved]
-    removed, _ = GoldCheck.objects.filter(project=project, answer_id__in=pks).delete()
+    pks = sorted(pk for _, pk in resolved)
+    removed = 0
+    for start in range(0, len(pks), 500):
+        chunk = pks[start : start + 500]
+        removed += GoldCheck.objects.filter(project=project, answer_id__in=chunk).delete()[0]
     if removed:
         computed.touch(project)
     return removed
