@@ -593,3 +593,15 @@ TAKE_QUERIES = 10
 # The same up to the task in progress, then the eligible checks, whether new answers remain,
 # and the assignment and its history row written.
 CHECK_QUERIES = 9
+
+
+@pytest.mark.django_db
+def test_the_api_lists_checks_in_a_fixed_number_of_queries(client, demo, django_assert_num_queries):
+    services.mark_all_decided(project=demo, lead=user(demo, "lena"))
+    client.login(username="lena", password=PASSWORD)
+    url = reverse("api:checks", kwargs={"slug": "demo"})
+    client.get(url)
+    # session, user, the role; the count and the page (answer and marker joined)
+    with django_assert_num_queries(5):
+        listed = client.get(url).json()
+    assert listed["count"] == len(selectors.decided_answers(demo)) == len(listed["results"])
