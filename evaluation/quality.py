@@ -199,3 +199,60 @@ def drift(errors: Sequence[bool], *, p0: float = DEFAULT_TARGET_ERROR_RATE) -> D
         threshold=design.threshold * unit,
         design=design,
     )
+
+
+# --- One reviewer's checks: accuracy per field and the drift flag ------------------------------
+
+# The field the drift chart watches: support, which every label schema has, one trial per
+# claim of each check in the order the checks were submitted (claims in their order).
+DRIFT_FIELD = "support"
+
+
+@dataclass(frozen=True)
+class CheckLabel:
+    """One label a reviewer gave on a gold check, beside the check's gold label.
+    ``check`` names the check (what the flag lists); ``group`` is its answer: a check's claims
+    are resampled together by the bootstrap."""
+
+    check: Hashable
+    field: str
+    given: Hashable
+    gold: Hashable
+    group: Hashable
+
+
+def reviewer_checks(
+    labels: Sequence[CheckLabel],
+    *,
+    fields: dict[str, tuple[Sequence[Hashable], object]],
+    p0: float = DEFAULT_TARGET_ERROR_RATE,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """A reviewer's checks, in the order they were made, as the Reviewers report shows them:
+    ``n`` checks, accuracy (Wilson) and kappa against gold (bootstrap over checks) for each of
+    ``fields`` (name -> (labels, weighting)), and the drift chart over DRIFT_FIELD naming the
+    checks that raised its latest alarm. A label outside its field's vocabulary (a field left
+    empty on either side) is no item of that field."""
+    accuracy = {}
+    for name, (vocabulary, weights) in fields.items():
+        allowed = set(vocabulary)
+        items = [x for x in labels if x.field == name and x.given in allowed and x.gold in allowed]
+        result = check_accuracy(
+            [x.given for x in items],
+            [x.gold for x in items],
+            labels=vocabulary,
+            weights=weights,
+            groups=[x.group for x in items],
+            n_boot=n_boot,
+            seed=seed,
+        )
+        accuracy[name] = result.as_dict()
+    watched = [x for x in labels if x.field == DRIFT_FIELD and x.given is not None]
+    chart = drift([x.given != x.gold for x in watched], p0=p0)
+    named = list(dict.fromkeys(watched[i].check for i in chart.checks))
+    return {
+        "n": len(dict.fromkeys(x.check for x in labels)),
+        "accuracy": accuracy,
+        "drift": {**chart.as_dict(), "checks": named, "trials": len(watched)},
+    }
