@@ -256,10 +256,12 @@ def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
     lock = AdjudicationLock.objects.filter(answer=answer).first()
     if lock is not None:
         return lock
-    submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED)
+    # A gold check's label set is no part of what is adjudicated (annotate.checks).
+    pair = answer.assignments.filter(is_check=False)
+    submitted = pair.filter(status=Assignment.Status.SUBMITTED)
     if submitted.count() < 2:
         return None
-    if answer.assignments.filter(status=Assignment.Status.IN_PROGRESS).exists():
+    if pair.filter(status=Assignment.Status.IN_PROGRESS).exists():
         raise StillLabelling()
     undoable = submitted.filter(undo_until__gt=timezone.now()).aggregate(Max("undo_until"))
     if undoable["undo_until__max"] is not None:

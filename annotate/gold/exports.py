@@ -133,9 +133,9 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
     """(export id, as-of time). Both derive from the data, never from the clock, so exporting
     twice with nothing changed gives byte-identical files; any new submission, decision or
     import of gold changes both."""
-    labels = Assignment.objects.filter(project=project, status="submitted").aggregate(
-        n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision")
-    )
+    labels = Assignment.objects.filter(
+        project=project, status="submitted", is_check=False
+    ).aggregate(n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision"))
     decisions = Decision.objects.filter(answer__project=project).aggregate(
         n=Count("pk"), last=Max("decided_at")
     )

@@ -179,11 +179,11 @@ class _KnownAnswers(NamedAnswers):
             return found
         self._counted.update(new)
         rows = Assignment.objects.filter(answer__in=new).values_list(
-            "pk", "answer_id", "reviewer_id", "status"
+            "pk", "answer_id", "reviewer_id", "status", "is_check"
         )
-        for pk, answer_pk, reviewer_pk, status in rows:
+        for pk, answer_pk, reviewer_pk, status, is_check in rows:
             self.assignments[(answer_pk, reviewer_pk)] = pk
-            if status != Assignment.Status.RELEASED:
+            if status != Assignment.Status.RELEASED and not is_check:
                 self.holders[answer_pk] += 1
         return found
 
@@ -281,10 +281,10 @@ def _recount_under_locks(project: Project, pending: list[_Pending]) -> Counter:
         rows = (
             Assignment.objects.filter(answer_id__in=answer_pks[start : start + 500])
             .exclude(status=Assignment.Status.RELEASED)
-            .values_list("answer_id", "reviewer_id")
+            .values_list("answer_id", "reviewer_id", "is_check")
         )
-        for answer_pk, reviewer_pk in rows:
-            holding[answer_pk] += 1
+        for answer_pk, reviewer_pk, is_check in rows:
+            holding[answer_pk] += not is_check  # a gold check fills no slot
             taken.add((answer_pk, reviewer_pk))
     errors = []
     for item in sorted(pending, key=lambda p: p.line):

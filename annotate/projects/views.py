@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotate.checks.forms import CheckRateForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.pages import go, posted, render_page
@@ -131,7 +132,13 @@ def guidelines(request, project, role):
         else:
             messages.success(request, "Guidelines saved.")
             return redirect("guidelines", slug=project.slug)
-    context = {"project": project, "role": role, "form": form, "current": "guidelines"}
+    context = {
+        "project": project,
+        "role": role,
+        "form": form,
+        "rate_form": CheckRateForm(initial={"check_rate": project.check_rate}),
+        "current": "guidelines",
+    }
     status = 400 if request.method == "POST" else 200
     return render(request, "annotate/lead/guidelines.html", context, status=status)
 

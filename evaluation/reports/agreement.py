@@ -146,13 +146,14 @@ class EvidenceSets:
 
 
 def _first_two_sql() -> str:
-    """Each answer's first two submitted assignments, numbered 1 and 2."""
+    """Each answer's first two submitted assignments, numbered 1 and 2; a gold check's label
+    set is never one (annotate.checks)."""
     assignment = Assignment._meta.db_table
     return f"""
         SELECT id, answer_id, reviewer_id,
                ROW_NUMBER() OVER (PARTITION BY answer_id ORDER BY submitted_at, id) AS side
         FROM "{assignment}"
-        WHERE project_id = %s AND status = 'submitted'
+        WHERE project_id = %s AND status = 'submitted' AND NOT is_check
     """
 
 

@@ -152,7 +152,9 @@ def load_gold(project: Project) -> ProjectGold:
         claim_pairs.update((pair.claim_id, PairGold.of(pair)) for pair in claim_chunk)
         imported.update(pair.answer_id for pair in answer_chunk if pair.imported is not None)
     reviewers = dict(
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=False
+        )
         .values("answer_id")
         .annotate(n=Count("pk"))
         .order_by()
