@@ -12,7 +12,7 @@ One row per reviewer of the project (and anyone who submitted a label set in it 
   flag naming the checks that raised it (evaluation.quality).
 
 The pure statistics live in evaluation.operations, evaluation.agreement and
-evaluation.quality; this module reads the project (five queries whatever its size) and
+evaluation.quality; this module reads the project (a fixed number of queries whatever its size) and
 assembles the `reviewers --json` shape, which the page, its CSV and the API show as stored.
 """
 
@@ -28,12 +28,18 @@ from django.db.models import Count, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from annotate.gold.pairs import claim_values, comparable
+from annotate.checks.selectors import NOT_COMPARED, check_results
+from annotate.gold.pairs import answer_fields, claim_fields, claim_values, comparable
 from annotate.models import Assignment, Claim, ClaimLabel, Decision, Membership, Project, Role
 from annotate.schema import LabelSchema
 from evaluation import operations
 from evaluation.agreement import FIELDS, field_agreement
-from evaluation.quality import DEFAULT_TARGET_ERROR_RATE, cusum_design, reviewer_checks
+from evaluation.quality import (
+    DEFAULT_TARGET_ERROR_RATE,
+    CheckLabel,
+    cusum_design,
+    reviewer_checks,
+)
 from evaluation.reports.agreement import LABELS, answer_report_fields, claim_report_fields
 
 # Fields a lead decides whose value is derived from another one's decision.
@@ -57,7 +63,8 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     schema = project.schema
     fields = kappa_fields(schema)
     checks = project_checks(project)
-    assignments = _submitted(project, exclude=checks.assignments)
+    accuracy_fields = check_fields(schema)
+    assignments = _submitted(project)
     claims_of = dict(
         Claim.objects.filter(answer__project=project)
         .values("answer_id")
@@ -79,8 +86,8 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
         daily = operations.per_day(timezone.localtime(a["submitted_at"]).date() for a in timed)
         ruled = operations.overruled(overruled.get(reviewer_id, ()))
         quality = reviewer_checks(
-            checks.labels.get(reviewer_id, ()),
-            fields=fields,
+            checks.get(reviewer_id, ()),
+            fields=accuracy_fields,
             p0=p0,
             n_boot=n_boot,
             seed=seed,
@@ -117,6 +124,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     return {
         "project": project.slug,
         "fields": list(fields),
+        "check_fields": list(accuracy_fields),
         "target_error_rate": p0,
         "drift_design": cusum_design(p0).as_dict(),
         "reviewers": rows,
@@ -131,12 +139,12 @@ class Submitted:
     label sets of the campaign (`labelled`: gold checks left out, they never enter agreement
     or adjudication)."""
 
-    def __init__(self, rows: list[dict], exclude: set[int]) -> None:
+    def __init__(self, rows: list[dict]) -> None:
         self.all = rows
-        self.labelled = [row for row in rows if row["pk"] not in exclude]
+        self.labelled = [row for row in rows if not row["is_check"]]
 
 
-def _submitted(project: Project, *, exclude: set[int]) -> Submitted:
+def _submitted(project: Project) -> Submitted:
     rows = list(
         Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
         .order_by("submitted_at", "pk")
@@ -150,9 +158,10 @@ def _submitted(project: Project, *, exclude: set[int]) -> Submitted:
             "relevance",
             "abstention",
             "failure_labels",
+            "is_check",
         )
     )
-    return Submitted(rows, exclude)
+    return Submitted(rows)
 
 
 def _claim_labels(project: Project) -> dict[int, list[tuple[int, int, dict]]]:
@@ -320,18 +329,43 @@ def _overruled(
 
 # --- Gold checks ---------------------------------------------------------------------------------
 
-
-class ProjectChecks:
-    """What the report reads of the project's gold checks: the assignments that are checks
-    (left out of agreement and adjudication), and each reviewer's check labels in the order
-    the checks were submitted (evaluation.quality.CheckLabel)."""
-
-    def __init__(self, assignments: set[int], labels: dict[int, list]) -> None:
-        self.assignments = assignments
-        self.labels = labels
+# The check fields whose value is one label from a list (kappa against gold is defined);
+# citations and failure labels are compared whole (accuracy only).
+_CHECK_LABELS = {"citations": None, "failure_labels": None}
 
 
-def project_checks(project: Project) -> ProjectChecks:
-    """The project's gold checks. Until checks exist in the data model this project has
-    none: every figure on checks reads n = 0, undefined."""
-    return ProjectChecks(set(), {})
+def check_fields(schema: LabelSchema) -> dict[str, tuple[tuple, Any] | None]:
+    """The fields a check compares (annotate.checks.selectors), each with its label list and
+    weighting, or None when it has none."""
+    names = [n for n in (*claim_fields(schema), *answer_fields(schema)) if n not in NOT_COMPARED]
+    out: dict[str, tuple[tuple, Any] | None] = {}
+    for name in names:
+        if name in _CHECK_LABELS:
+            out[name] = None
+        else:
+            labels = schema.support_labels if name == "support" else LABELS[name]
+            out[name] = (labels, FIELDS[name].weights)
+    return out
+
+
+def project_checks(project: Project) -> dict[int, list[CheckLabel]]:
+    """reviewer -> their labels on gold checks, check by check in the order they submitted
+    them (claims in their order), each beside the check's gold: annotate.checks' results.
+    A check is named by its task number, what the lead's pages call an answer."""
+    out: dict[int, list[CheckLabel]] = {}
+    for reviewer_id, reviewer in check_results(project).items():
+        labels = out[reviewer_id] = []
+        for check in reviewer.checks:
+            for name, items in check.fields.items():
+                for item in items:
+                    labels.append(
+                        CheckLabel(
+                            check=check.task_number,
+                            field=name,
+                            given=item.label,
+                            gold=item.gold,
+                            group=check.assignment_id,
+                            correct=item.correct,
+                        )
+                    )
+    return out

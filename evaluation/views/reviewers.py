@@ -18,6 +18,13 @@ from evaluation.report_kinds import REVIEWERS
 from evaluation.views.agreement import FIELD_TITLES
 
 TEMPLATE = "evaluation/reviewers.html"
+# Checks compare a claim's citations and an answer's failure labels whole (accuracy only);
+# kappa between reviewers reads each citation verdict as an item ("citation").
+TITLES = {
+    **FIELD_TITLES,
+    "citations": "Citations (all of a claim's)",
+    "failure_labels": "Failure labels",
+}
 
 
 def _accuracy(row: dict, field: str) -> dict | None:
@@ -104,7 +111,7 @@ def reviewers(request, project, role):
     if answer is not None:
         return answer
     report = stored.result
-    fields = report["fields"]
+    fields = list(dict.fromkeys([*report["fields"], *report["check_fields"]]))
     sort, descending, field = _params(request, fields)
     rows = sort_rows(report["reviewers"], sort, descending, field)
     if request.GET.get("format") == "csv":
@@ -121,8 +128,8 @@ def reviewers(request, project, role):
         "columns": _columns(sort, descending, field),
         "sort": ("-" if descending else "") + sort,
         "field": field,
-        "field_title": FIELD_TITLES.get(field, field),
-        "field_choices": [(name, FIELD_TITLES.get(name, name)) for name in fields],
+        "field_title": TITLES.get(field, field),
+        "field_choices": [(name, TITLES.get(name, name)) for name in fields],
         "csv_query": "?"
         + urlencode({"format": "csv", "sort": ("-" if descending else "") + sort, "field": field}),
         "flagged": [row for row in shown if row["drift"]["flag"]],
