@@ -162,10 +162,17 @@ class ClaimLabelInline(admin.TabularInline):
 
 @admin.register(models.Assignment)
 class AssignmentAdmin(RevisionHistoryAdmin):  # "History": who changed what
-    list_display = ["project", "answer", "reviewer", "status", "revision", "taken_at"]
-    list_filter = ["project", "status"]
+    list_display = ["project", "answer", "reviewer", "status", "is_check", "revision", "taken_at"]
+    list_filter = ["project", "status", "is_check"]
     raw_id_fields = ["answer", "reviewer"]
     inlines = [ClaimLabelInline]
+
+
+@admin.register(models.GoldCheck)
+class GoldCheckAdmin(RevisionAdmin):
+    list_display = ["answer", "project", "marked_by", "marked_at"]
+    list_filter = ["project"]
+    raw_id_fields = ["answer", "marked_by"]
 
 
 @admin.register(models.ClaimLabel)

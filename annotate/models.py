@@ -92,6 +92,7 @@ class Project(KeepsRevisions):
     # (a decided answer a lead marked) in place of a new answer. 0 is off.
     check_rate = models.FloatField(
         default=0,
+        db_default=0,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="Share of tasks served as gold checks, 0 (off) to 1.",
     )
@@ -501,8 +502,9 @@ class Assignment(models.Model):
     # A gold check served by the queue (annotate.checks): the reviewer labels a decided answer
     # as any task; the label set is read only against gold (reviewer accuracy), never by
     # agreement, gold, adjudication or calibration. Only lead-side code reads this flag;
-    # nothing a reviewer can reach shows it.
-    is_check = models.BooleanField(default=False)
+    # nothing a reviewer can reach shows it. A database default too: bulk writes (COPY) name
+    # their columns, and those written before checks existed leave it out.
+    is_check = models.BooleanField(default=False, db_default=False)
 
     objects = AssignmentQuerySet.as_manager()
     # Status changes (taken, submitted, reopened, released) and imported label sets. A draft

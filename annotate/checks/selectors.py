@@ -53,6 +53,7 @@ from annotate.gold.pairs import (
 from annotate.gold.selectors import pair_summary
 from annotate.gold.summary import doubly_labelled
 from annotate.models import Answer, Assignment, ClaimLabel, GoldCheck, Project
+from annotate.report_kinds import DECIDED_ANSWERS
 
 # Fields a check compares (see the module's docstring for evidence).
 NOT_COMPARED = frozenset({"evidence"})
@@ -77,19 +78,29 @@ def check_answer_pks(project: Project) -> set[int]:
     return set(GoldCheck.objects.filter(project=project).values_list("answer_id", flat=True))
 
 
-def decided_answers(project: Project, reports: computed.Reports | None = None) -> set[int]:
+def decided_answers(project: Project, reports: computed.Reports | None = None) -> frozenset[int]:
     """The pks of the project's decided answers: two reviewers labelled them and no field of
-    the answer or its claims waits for a lead (every gold value agreed or adjudicated). Read
-    from the pair summary kept per revision (annotate.gold.selectors): the answers with two
-    label sets, less those the adjudication queue holds."""
-    summary = pair_summary(project, reports)
-    labelled = doubly_labelled(project).values_list("answer_id", flat=True)
-    return set(labelled) - set(summary.fields)
+    the answer or its claims waits for a lead (every gold value agreed or adjudicated): the
+    answers with two label sets, less those the adjudication queue holds (the pair summary,
+    annotate.gold.selectors). Kept per project revision, as the summary is."""
+    reports = reports if reports is not None else computed.reports_of(project)
+
+    def compute() -> frozenset[int]:
+        summary = pair_summary(project, reports)
+        labelled = doubly_labelled(project).values_list("answer_id", flat=True)
+        return frozenset(set(labelled) - set(summary.fields))
+
+    return reports.get(DECIDED_ANSWERS, "", compute)
 
 
-def decided_unmarked(project: Project, *, limit: int, reports=None) -> tuple[list[Answer], int]:
-    """(up to `limit` decided answers not yet checks, by task number; how many there are)."""
-    pks = decided_answers(project, reports) - check_answer_pks(project)
+def decided_unmarked(
+    project: Project, *, limit: int, marked: set[int], reports=None
+) -> tuple[list[Answer], int]:
+    """(up to `limit` decided answers not among `marked` (the checks' answers), by task
+    number; how many there are). One query when there are some, none otherwise."""
+    pks = decided_answers(project, reports) - marked
+    if not pks:
+        return [], 0
     answers = list(
         Answer.objects.filter(pk__in=sorted(pks)[:5000])
         .select_related("case")

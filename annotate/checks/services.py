@@ -39,18 +39,21 @@ NOT_DECIDED = (
 )
 
 
-def _resolve(project: Project, named: Sequence[tuple[int, str]]) -> tuple[list, list]:
+def _resolve(
+    project: Project, named: Sequence[tuple[int, str]], *, by_line: bool = False
+) -> tuple[list, list]:
     """([(where, answer pk)], problems) of the (where, answer_id) pairs: each id must name an
     answer of the project, once."""
-    found = dict(
-        Answer.objects.filter(project=project, answer_id__in={a for _, a in named}).values_list(
-            "answer_id", "pk"
-        )
-    )
+    ids = sorted({a for _, a in named})
+    found = {}
+    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one query
+        chunk = Answer.objects.filter(project=project, answer_id__in=ids[start : start + 500])
+        found.update(chunk.values_list("answer_id", "pk"))
     resolved, problems, seen = [], [], {}
     for where, answer_id in named:
         if answer_id in seen:
-            problems.append((where, f"'{answer_id}' is named twice (first at {seen[answer_id]})"))
+            first = f"on line {seen[answer_id]}" if by_line else f"as answers.{seen[answer_id]}"
+            problems.append((where, f"'{answer_id}' is named twice (first {first})"))
         elif answer_id not in found:
             problems.append((where, f"no answer '{answer_id}' in this project"))
         else:
@@ -61,7 +64,7 @@ def _resolve(project: Project, named: Sequence[tuple[int, str]]) -> tuple[list, 
 
 def _mark(project: Project, lead, named, *, by_line: bool) -> int:
     project = Project.objects.select_for_update().get(pk=project.pk)
-    resolved, problems = _resolve(project, named)
+    resolved, problems = _resolve(project, named, by_line=by_line)
     decided = decided_answers(project)
     problems += [(where, NOT_DECIDED) for where, pk in resolved if pk not in decided]
     if problems:
@@ -149,8 +152,11 @@ def unmark_checks(*, project: Project, answer_ids: Sequence[str]) -> int:
     problems += [(where, "not a check") for where, pk in resolved if pk not in marked]
     if problems:
         raise ChecksRefused(sorted(problems))
-    pks = [pk for _, pk in resolved]
-    removed, _ = GoldCheck.objects.filter(project=project, answer_id__in=pks).delete()
+    pks = sorted(pk for _, pk in resolved)
+    removed = 0
+    for start in range(0, len(pks), 500):
+        chunk = pks[start : start + 500]
+        removed += GoldCheck.objects.filter(project=project, answer_id__in=chunk).delete()[0]
     if removed:
         computed.touch(project)
     return removed

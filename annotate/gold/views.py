@@ -41,8 +41,12 @@ def gold_page_context(request, project, role, *, release_form=None, check_file_f
     (annotate.checks.views)."""
     form = GoldExportForm(request.GET or None)
     reports = reports_of(project)  # the revision read once for both
+    checks = list(check_selectors.checks_of(project))
     candidates, decided_unmarked = check_selectors.decided_unmarked(
-        project, limit=CHECK_CANDIDATES_SHOWN, reports=reports
+        project,
+        limit=CHECK_CANDIDATES_SHOWN,
+        marked={check.answer_id for check in checks},
+        reports=reports,
     )
     return {
         "project": project,
@@ -60,7 +64,7 @@ def gold_page_context(request, project, role, *, release_form=None, check_file_f
         "written_by_worker": exports.gold_size(project) > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
         "releases": list(releases_of(project)),
         "release_form": release_form or ReleaseForm(),
-        "checks": list(check_selectors.checks_of(project)),
+        "checks": checks,
         "check_candidates": candidates,
         "decided_unmarked": decided_unmarked,
         "check_file_form": check_file_form or CheckFileForm(),

@@ -19,12 +19,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='project',
             name='check_rate',
-            field=models.FloatField(default=0, help_text='Share of tasks served as gold checks, 0 (off) to 1.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            field=models.FloatField(db_default=0, default=0, help_text='Share of tasks served as gold checks, 0 (off) to 1.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
         ),
         migrations.AddField(
             model_name='historicalproject',
             name='check_rate',
-            field=models.FloatField(default=0, help_text='Share of tasks served as gold checks, 0 (off) to 1.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
+            field=models.FloatField(db_default=0, default=0, help_text='Share of tasks served as gold checks, 0 (off) to 1.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(1)]),
         ),
         migrations.AddConstraint(
             model_name='project',
@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='assignment',
             name='is_check',
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.CreateModel(
             name='GoldCheck',
