@@ -72,7 +72,6 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
                     "",
                     1,
                     0,
-                    False,
                 )
             )
             for claim_id in claims[answer_id]:
@@ -100,9 +99,6 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
             "note",
             "revision",
             "draft_version",
-            # no database default (Django drops the one it adds a column with): COPY must
-            # name it
-            "is_check",
         ],
         rows,
     )
