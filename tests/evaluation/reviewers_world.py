@@ -112,7 +112,7 @@ def take_checks(project: Project, reviewer, *, wrong: set[int], seed: int = 3) -
     get another label. Returns the task numbers of the checks, in order."""
     lead = project.memberships.filter(role="lead").first().user
     mark_all_decided(project=project, lead=lead)
-    set_check_rate(project=project, rate=1.0)
+    project = set_check_rate(project=project, rate=1.0)
     rng = random.Random(seed)
     position = 0
     taken = []
