@@ -21,6 +21,7 @@ from datetime import date
 
 import numpy as np
 
+NO_TASK = "no task submitted yet"
 NO_TIMED_TASK = "no task submitted in the app (imported label sets carry no time)"
 NO_CLAIMS = "no timed task has a claim"
 NO_ADJUDICATED_FIELD = "no field of theirs was decided in adjudication"

@@ -104,6 +104,8 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             "per_day": daily.undefined_reason,
             "overruled_share": ruled.undefined_reason,
         }
+        if not mine:  # a reviewer yet to start: nothing is undefined for another reason
+            reasons = dict.fromkeys(reasons, operations.NO_TASK)
         rows.append(
             {
                 "username": username,
