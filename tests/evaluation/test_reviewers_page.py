@@ -13,8 +13,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
+from django_tasks_db.models import DBTaskResult
 
 from annotate.common import computed
+from annotate.tasks import refresh_report
 from evaluation.reports.reviewers import reviewers_report
 from tests.api import build_demo, token_client
 from tests.conftest import PASSWORD
@@ -240,3 +242,19 @@ def test_the_lead_s_tabs_lead_to_the_page(project, as_lead):
     assert f'href="{url(project)}"' in page
     mine = as_lead.get(url(project)).content.decode()
     assert f'href="{url(project)}" aria-current="page">Reviewers</a>' in mine
+
+
+def test_a_large_projects_first_table_is_computed_by_a_worker_while_the_page_waits(
+    project, as_lead, lead, database_tasks, settings
+):
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    page = as_lead.get(url(project)).content.decode()
+    assert 'data-report-freshness="pending"' in page and 'id="reviewers-table"' not in page
+    assert 'role="status" aria-live="polite"' in page
+    api = token_client(lead).get(f"/api/v1/projects/{project.slug}/reviewers/")
+    assert api.status_code == 202 and api["Retry-After"]
+    (task,) = DBTaskResult.objects.all()
+    refresh_report.call(*task.args_kwargs["args"])
+    page = as_lead.get(url(project)).content.decode()
+    assert 'data-report-freshness="current"' in page and 'id="reviewers-table"' in page
+    assert token_client(lead).get(f"/api/v1/projects/{project.slug}/reviewers/").status_code == 200
