@@ -258,3 +258,12 @@ def test_a_large_projects_first_table_is_computed_by_a_worker_while_the_page_wai
     page = as_lead.get(url(project)).content.decode()
     assert 'data-report-freshness="current"' in page and 'id="reviewers-table"' in page
     assert token_client(lead).get(f"/api/v1/projects/{project.slug}/reviewers/").status_code == 200
+
+
+def test_the_api_costs_a_fixed_number_of_queries(project, lead, django_assert_num_queries):
+    client = token_client(lead)
+    path = f"/api/v1/projects/{project.slug}/reviewers/"
+    assert client.get(path).status_code == 200  # computed once and stored
+    computed.clear()
+    with django_assert_num_queries(5):
+        assert client.get(path).status_code == 200
