@@ -570,22 +570,26 @@ def test_the_queue_costs_the_same_queries_whatever_the_rate_unless_it_serves_a_c
 ):
     """The labelling hot path: a draw that misses reads nothing more than a project without
     checks; serving a check reads the eligible checks and whether new answers remain, and
-    writes the assignment (no window of answers to lock)."""
+    writes the assignment (no window of answers to lock). One reviewer, the same state."""
     project, people, _ = queue_project(django_user_model)
     with django_assert_num_queries(TAKE_QUERIES):
-        assert not next_task(project=project, reviewer=people[0]).is_check
+        taken = next_task(project=project, reviewer=people[0])
+    assert not taken.is_check
+    taken.delete()
     project.check_rate = 0.5
     project.save()
     with django_assert_num_queries(TAKE_QUERIES):
-        assert not next_task(project=project, reviewer=people[1], rng=NeverCheck()).is_check
+        again = next_task(project=project, reviewer=people[0], rng=NeverCheck())
+    assert not again.is_check and again.answer_id == taken.answer_id
+    again.delete()
     with django_assert_num_queries(CHECK_QUERIES):
-        assert next_task(project=project, reviewer=people[2], rng=AlwaysCheck()).is_check
+        assert next_task(project=project, reviewer=people[0], rng=AlwaysCheck()).is_check
 
 
 # release_abandoned's read; savepoint and release; the membership locked; the task in
-# progress; the window of open answers (from the reviewer's point); its holders; the
-# assignment written.
-TAKE_QUERIES = 9
+# progress; the window of open answers (the front band, then from the reviewer's point); its
+# holders; the assignment and its history row written.
+TAKE_QUERIES = 10
 # The same up to the task in progress, then the eligible checks, whether new answers remain,
-# and the assignment written.
-CHECK_QUERIES = 8
+# and the assignment and its history row written.
+CHECK_QUERIES = 9
