@@ -40,7 +40,7 @@ from evaluation.judges.samples import (
     sample_rows,
 )
 from evaluation.models import CalibrationDesign, JudgeRun
-from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION
+from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION, REVIEWERS
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
 from evaluation.reports.evaluation import evaluate
@@ -378,6 +378,40 @@ class Agreement(LeadView):
         if "slice" in filters:  # a copy: the stored result is shared with other readers
             report = {**report, "slices": {filters["slice"]: report["slices"][filters["slice"]]}}
         return with_freshness(Response(report), stored)
+
+
+class ReviewersSerializer(serializers.Serializer):
+    project = serializers.SlugField()
+    fields = serializers.ListField(
+        child=serializers.CharField(), help_text="The fields of kappa and check accuracy."
+    )
+    target_error_rate = serializers.FloatField(help_text="The drift chart's reference rate.")
+    drift_design = serializers.DictField(
+        help_text="reference_rate, detects_rate and in_control_run_length (checks)."
+    )
+    reviewers = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per reviewer: username, tasks, seconds_per_claim {median, p90, n}, per_day, "
+        "overruled_share (with overruled and adjudicated_fields), checks {n, accuracy {FIELD: "
+        "{value, ci95, n, correct, kappa, kappa_ci95}}}, drift {flag, checks}, kappa_with "
+        "{USERNAME: {FIELD: {n, kappa, ci95 ...}}}; undefined names the reason of each null rate.",
+    )
+
+
+class Reviewers(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Per reviewer: operations, accuracy on gold checks, drift, kappa with co-reviewers",
+        description="The `reviewers --json` report, read from the one stored for the labels as "
+        "they are (headers Report-Computed-At and Report-Current); 202 while a worker computes "
+        "the first one of a large project.",
+        responses=responses({200: ReviewersSerializer, 202: BEING_COMPUTED_202}),
+    )
+    def get(self, request, slug):
+        stored = computed.read(self.project, REVIEWERS)
+        if stored.pending:
+            return being_computed()
+        return with_freshness(Response(stored.result), stored)
 
 
 class Evaluation(LeadView):

@@ -18,12 +18,19 @@ AGREEMENT = "agreement"
 CALIBRATION = "calibration"
 EVALUATION = "evaluation"
 COMPARISON = "comparison"
+REVIEWERS = "reviewers"
 
 
 def _agreement(project: Project, key: str) -> dict:
     from evaluation.reports.agreement import agreement_report  # late import: heavy library (memory)
 
     return agreement_report(project)
+
+
+def _reviewers(project: Project, key: str) -> dict:
+    from evaluation.reports.reviewers import reviewers_report  # late import: heavy library (memory)
+
+    return reviewers_report(project)
 
 
 def calibration_key(run: JudgeRun, split: str) -> str:
@@ -108,6 +115,12 @@ computed.register(
     COMPARISON,
     compute=_comparison,
     requires=frozenset({"a", "b", "k", "metrics", "fusion"}),
+)
+computed.register(
+    REVIEWERS,
+    compute=_reviewers,
+    small=small,
+    requires=frozenset({"reviewers", "fields", "drift_design"}),
 )
 # What the evaluation page derives in the request from the stored reports.
 for name in ("variant-pks", "answer-pks", "evaluation-tables", "comparison-tables", "charts"):

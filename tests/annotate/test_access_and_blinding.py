@@ -34,6 +34,7 @@ LEAD_PAGES = [
     "guidelines",
     "boundaries",
     "agreement",
+    "reviewers",
     "adjudication_queue",
     "evaluation:report",
     "judges",

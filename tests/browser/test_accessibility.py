@@ -160,6 +160,7 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/claims/",
         f"/p/demo/claims/{answer.pk}/",
         "/p/demo/agreement/",
+        "/p/demo/reviewers/",
         "/p/demo/adjudicate/",
         "/p/demo/gold/",
         "/p/demo/evaluation/?a=baseline&b=verifier",

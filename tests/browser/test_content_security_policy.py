@@ -91,6 +91,7 @@ def test_a_lead_s_pages_raise_no_csp_violation(page, demo, lead, violations):
         "/p/demo/guidelines/",
         "/p/demo/claims/",
         "/p/demo/agreement/",
+        "/p/demo/reviewers/",
         "/p/demo/adjudicate/",
         "/p/demo/evaluation/?a=baseline&b=verifier",
         "/p/demo/judges/",
