@@ -19,6 +19,7 @@ from evaluation.models import JudgeRun
 
 AGREEMENT = "agreement"
 CALIBRATION = "calibration"
+CALIBRATION_PLAN = "calibration-plan"
 EVALUATION = "evaluation"
 COMPARISON = "comparison"
 
@@ -42,6 +43,17 @@ def _calibration(project: Project, key: str) -> dict:
     run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
     run.project = project
     return calibration_report(run=run, split=split)
+
+
+def _calibration_plan(project: Project, key: str) -> dict:
+    from evaluation.reports.calibration_plan import (
+        plan_report,
+    )  # late import: heavy library (memory)
+
+    run_id, split, width, _newest_sample = key.split(":")
+    run = JudgeRun.objects.get(project=project, pk=int(run_id))
+    run.project = project
+    return plan_report(run=run, split=split, half_width=float(width))
 
 
 def _evaluation(project: Project, key: str) -> dict:
@@ -107,6 +119,12 @@ computed.register(
     compute=_calibration,
     small=small,
     requires=frozenset({"binary", "confusion", "disagreements"}),
+)
+computed.register(
+    CALIBRATION_PLAN,
+    compute=_calibration_plan,
+    small=small,
+    requires=frozenset({"half_width", "uniform", "curve", "current"}),
 )
 computed.register(
     EVALUATION,
