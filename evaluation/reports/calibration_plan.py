@@ -7,9 +7,11 @@ The statistics are evaluation.sampling_design's (plan_budget, planner_curve); th
 chooses their inputs:
 - **the gold** it learns the judge's errors from: the scored gold items of the chosen split
   (as the calibration report scores them), grouped by answer into d_a = Σ (gold − judge)
-  unsupported indicators, each answer with its claims' confidences. Unweighted: gold that
-  came from labelling in queue order is treated as a sample of the frame, which is what
-  the calibration report's PPI assumes too;
+  unsupported indicators, each answer with its claims' confidences. When every one of those
+  answers was drawn by a calibration sample of the run, each is weighted 1/π (an active
+  sample over-draws the answers the judge gets wrong; unweighted, they would overstate the
+  frame's errors); otherwise the gold is treated as a sample of the frame, unweighted, which
+  is what the calibration report's PPI assumes too (`gold_weighted` says which);
 - **the frame** a sample would be drawn from: sample_for_calibration's (answers with a verdict
   of the run that nobody has labelled), evaluation.judges.samples.frame_of;
 - **the labels already planned**: the run's newest calibration sample (its expected size B);
@@ -29,7 +31,7 @@ from annotate.schema import UNSUPPORTED, support_binary
 from evaluation.calibration import CalibrationRefused
 from evaluation.estimators import ppi_plus_plus
 from evaluation.judges.samples import frame_of
-from evaluation.models import CalibrationDesign, JudgeRun, Verdict
+from evaluation.models import CalibrationDesign, CalibrationSample, JudgeRun, Verdict
 from evaluation.reports.calibration import score_items
 from evaluation.reports.judge_gold import OK, ProjectGold, check_split, load_gold, load_verdicts
 from evaluation.reports.plan_gate_params import DEFAULT_HALF_WIDTH, check_half_width
@@ -38,9 +40,9 @@ from evaluation.sampling_design import answer_residual, plan_budget, planner_cur
 
 def _gold_answers(
     gold: ProjectGold, run: JudgeRun, split: str
-) -> tuple[list[int], list[list[float | None]], list[bool], list[bool]]:
-    """Per gold answer of the split: d_a and its scored claims' confidences; and the scored
-    claims' gold and judge unsupported indicators (for PPI++)."""
+) -> tuple[list[int], list[list[float | None]], list[float] | None, list[bool], list[bool]]:
+    """Per gold answer of the split: d_a, its scored claims' confidences and its π (all or
+    none); and the scored claims' gold and judge unsupported indicators (for PPI++)."""
     verdicts = load_verdicts(run)
     scored, _ = score_items(gold, verdicts, split)
     confidence = dict(
@@ -56,12 +58,28 @@ def _gold_answers(
         gold_ind.append(g)
         judge_ind.append(j)
     answers = sorted(by_answer)
+    pi = _gold_pi(run, answers)
     residuals = [
         answer_residual([g for g, _, _ in by_answer[a]], [j for _, j, _ in by_answer[a]])
         for a in answers
     ]
     confidences = [[p for _, _, p in by_answer[a]] for a in answers]
-    return residuals, confidences, gold_ind, judge_ind
+    return residuals, confidences, pi, gold_ind, judge_ind
+
+
+def _gold_pi(run: JudgeRun, answers: list[int]) -> list[float] | None:
+    """Each gold answer's inclusion probability in the run's calibration sample that drew it
+    (the newest, if several did), or None unless every gold answer was drawn by one."""
+    pi: dict[int, float] = {}
+    for answer, p in (
+        CalibrationSample.objects.filter(design__run=run, answer_id__among=answers)
+        .order_by("design__created_at", "design_id")
+        .values_list("answer_id", "pi")
+    ):
+        pi[answer] = p  # later designs overwrite earlier ones
+    if not answers or len(pi) < len(answers):
+        return None
+    return [pi[a] for a in answers]
 
 
 def _planned(run: JudgeRun, frame_size: int) -> dict[str, Any] | None:
@@ -114,7 +132,7 @@ def plan_report(
     check_split(split)
     half_width = check_half_width(half_width)
     gold = gold or load_gold(run.project)
-    residuals, confidences, gold_ind, judge_ind = _gold_answers(gold, run, split)
+    residuals, confidences, gold_pi, gold_ind, judge_ind = _gold_answers(gold, run, split)
     frame = frame_of(run)
     planned = _planned(run, len(frame.answers))
     current = _current(gold_ind, judge_ind, frame.labels, len(residuals))
@@ -124,6 +142,7 @@ def plan_report(
         "frame_answers": len(frame.answers),
         "frame_claims": frame.claims,
         "gold_answers": len(residuals),
+        "gold_weighted": gold_pi is not None,
         "planned_sample": planned,
         "current": current,
     }
@@ -140,6 +159,7 @@ def plan_report(
         "frame": frame.confidences,
         "gold_residuals": residuals,
         "gold_confidences": confidences,
+        "gold_pi": gold_pi,
     }
     try:
         plan = plan_budget(

@@ -77,9 +77,11 @@ def _half(value) -> str:
 def plan_text(plan: dict) -> list[str]:
     """The budget planner as a person reads it (`calibration --plan WIDTH`)."""
     width = plan["half_width"]
+    weighted = " (each weighted 1/π: all drawn by calibration samples)"
     lines = [
         f"  budget planner: a calibration sample for a 95% half-width of ±{width:g}, from "
-        f"the residuals of {plan['gold_answers']} gold answers; frame "
+        f"the residuals of {plan['gold_answers']} gold answers"
+        f"{weighted if plan['gold_weighted'] else ''}; frame "
         f"{plan['frame_answers']} answers ({plan['frame_claims']} judged claims)"
     ]
     now = plan["current"]
