@@ -188,7 +188,7 @@ def test_baseline_prints_the_mcnemar_counts_and_the_exact_p(demo):
         f"only this judge right {only_a}, only strict-judge-v2 right {only_b}, "
         f"exact p = {expected_p:.4g}" in out
     )
-    assert b["worse"] is (expected_p < 0.05 and only_a < only_b)
+    assert b["worse"] is bool(expected_p < 0.05 and only_a < only_b)
     assert (error is None) is gate["passed"]
     assert f"McNemar p = {expected_p:.2g}" in gate["summary"]
 
