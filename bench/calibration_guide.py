@@ -144,7 +144,8 @@ class Team:
                 unsupported = bool(self.truth[c]) ^ (
                     reviewer == "bob" and bool(self.bob_differs[c])
                 )
-                support = "insufficient_evidence" if unsupported else "supported"
+                # the same subtype the judges use for the claim: they differ on support only
+                support = UNSUPPORTED_LABELS[c % 2] if unsupported else "supported"
                 claims.append({"index": index, "support": support})
             rows.append({"answer_id": answer_id, "reviewer": reviewer, "claims": claims})
         return write_jsonl(self.folder / path, rows)
@@ -248,7 +249,40 @@ def main() -> None:
     gate = ["--project", SLUG, "--judge", "grader-v2", "--split", "all"]
     run(env, "calibration", *gate, "--min-kappa", "0.6", "--baseline", "grader-v1")
     run(env, "calibration", *gate, "--min-kappa", "0.9")
+    print("== 6. The run's page, read back ==\n")
+    print(_page(env, "?plan=0.01&min_kappa=0.6&baseline=grader-v1&split=all"))
     print(f"files and database: {folder}")
+
+
+PAGE = """
+import django, re; django.setup()
+from django.test import Client
+from django.contrib.auth import get_user_model
+from evaluation.models import JudgeRun
+run = JudgeRun.objects.get(name="grader-v2")
+client = Client()
+client.force_login(get_user_model().objects.get(username="dana"))
+html = client.get(f"/p/support-bot/judges/{run.pk}/%s", HTTP_HOST="localhost").content.decode()
+def text(fragment):
+    return re.sub(r"\\s+", " ", re.sub(r"<[^>]+>", " ", fragment)).strip()
+for section in ("gate-verdict", "plan-basis", "plan"):
+    found = re.search(r'id="' + section + r'"[^>]*>(.*?)</(div></div>|p>|table>)', html, re.S)
+    print(section + ":", text(found.group(1)) if found else "(absent)")
+    print()
+"""
+
+
+def _page(env: dict, query: str) -> str:
+    """What the lead's run page shows in its gate and planner sections, as text."""
+    done = subprocess.run(
+        [sys.executable, "-c", PAGE % query],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
 
 
 def _newest_sample(env: dict) -> tuple[int, list[str]]:

@@ -303,9 +303,10 @@ class CalibrationSerializer(serializers.Serializer):
     plan = serializers.DictField(
         required=False,
         help_text="With ?plan=WIDTH: half_width, uniform and active ({answers, claims, "
-        "expected_half_width, expected_ci95, planned} or null), active_unavailable, current "
-        "(labelled answers, PPI++ estimate and half-width), curve (expected half-width against "
-        "answers labelled), refused (why no plan, or null).",
+        "expected_half_width, expected_ci95, planned} or null), active_unavailable, "
+        "planned_sample (the newest calibration sample), current (today's estimate and "
+        "half-width: the newest sample's design estimate, else PPI++), curve (expected "
+        "half-width against answers labelled), refused (why no plan, or null).",
     )
     gate = serializers.DictField(
         required=False,

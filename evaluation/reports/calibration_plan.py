@@ -16,9 +16,11 @@ chooses their inputs:
   of the run that nobody has labelled), evaluation.judges.samples.frame_of;
 - **the labels already planned**: the run's newest calibration sample (its expected size B);
   the plan says what half-width to expect from it once all its answers are labelled;
-- **the current point**: the gold answers labelled so far and the half-width of PPI++ on
-  them (the headline estimate) over the frame's judged claims, and the expected interval
-  once the planned labels are in is centred on that estimate.
+- **the current point**: the newest calibration sample's design estimate, from its answers
+  decided so far (unbiased whatever the judge: the π are known); without one, PPI++ on the
+  gold answers of the split over the frame's judged claims (the headline estimate, which
+  reads the gold as a random sample). The interval expected once the planned labels are in
+  is centred on that estimate.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from annotate.gold.splits import DEFAULT_SPLIT
 from annotate.schema import UNSUPPORTED, support_binary
 from evaluation.calibration import CalibrationRefused
 from evaluation.estimators import ppi_plus_plus
-from evaluation.judges.samples import frame_of
+from evaluation.judges.samples import design_estimates, frame_of
 from evaluation.models import CalibrationDesign, CalibrationSample, JudgeRun, Verdict
 from evaluation.reports.calibration import score_items
 from evaluation.reports.judge_gold import OK, ProjectGold, check_split, load_gold, load_verdicts
@@ -82,13 +84,39 @@ def _gold_pi(run: JudgeRun, answers: list[int]) -> list[float] | None:
     return [pi[a] for a in answers]
 
 
-def _planned(run: JudgeRun, frame_size: int) -> dict[str, Any] | None:
+def _newest_design(run: JudgeRun) -> CalibrationDesign | None:
+    design = CalibrationDesign.objects.filter(run=run).order_by("-created_at", "-pk").first()
+    if design is not None:
+        design.run, design.project = run, run.project  # already loaded
+    return design
+
+
+def _planned(design: CalibrationDesign | None, frame_size: int) -> dict[str, Any] | None:
     """The run's newest calibration sample: its id, design and expected size (capped at the
     frame as it is now), whose labels are the ones already planned."""
-    design = CalibrationDesign.objects.filter(run=run).order_by("-created_at", "-pk").first()
     if design is None or frame_size == 0:
         return None
     return {"design": design.pk, "kind": design.kind, "answers": min(design.budget, frame_size)}
+
+
+def _sample_now(design: CalibrationDesign | None) -> dict[str, Any] | None:
+    """Where the newest calibration sample stands: its design estimate from its decided
+    answers (on the curve's own scale: a sample's half-width against its labelled answers)."""
+    if design is None:
+        return None
+    report = design_estimates([design])[0]
+    if not report.decided:
+        return None
+    lo, hi = report.estimate.share.ci95_unclipped
+    return {
+        "answers": report.decided,
+        "claims": None,
+        "method": f"calibration sample {design.pk}",
+        "estimate": report.estimate.share.estimate_unclipped,
+        "half_width": (hi - lo) / 2,
+        "provisional": report.estimate.provisional,
+        "refused": None,
+    }
 
 
 def _current(gold_ind, judge_ind, frame_labels, answers: int) -> dict[str, Any]:
@@ -98,11 +126,19 @@ def _current(gold_ind, judge_ind, frame_labels, answers: int) -> dict[str, Any]:
     try:
         result = ppi_plus_plus(gold=gold_ind, judge_gold=judge_ind, judge_target=target)
     except CalibrationRefused as exc:
-        return {**base, "estimate": None, "half_width": None, "refused": str(exc)}
+        return {
+            **base,
+            "method": "PPI++",
+            "estimate": None,
+            "half_width": None,
+            "provisional": False,
+            "refused": str(exc),
+        }
     lo, hi = result.share.ci95_unclipped
     return {
         **base,
         "method": "PPI++",
+        "provisional": False,
         "estimate": result.share.estimate_unclipped,
         "half_width": (hi - lo) / 2,
         "refused": None,
@@ -134,8 +170,11 @@ def plan_report(
     gold = gold or load_gold(run.project)
     residuals, confidences, gold_pi, gold_ind, judge_ind = _gold_answers(gold, run, split)
     frame = frame_of(run)
-    planned = _planned(run, len(frame.answers))
-    current = _current(gold_ind, judge_ind, frame.labels, len(residuals))
+    newest = _newest_design(run)
+    planned = _planned(newest, len(frame.answers))
+    # Today's point: the newest sample's own estimate when it has labelled answers (gold
+    # drawn with known π); otherwise PPI++, which reads the gold as a simple random sample.
+    current = _sample_now(newest) or _current(gold_ind, judge_ind, frame.labels, len(residuals))
     out: dict[str, Any] = {
         "half_width": half_width,
         "split": split,

@@ -358,3 +358,35 @@ def test_the_half_width_chart_keeps_its_text_inside_and_apart():
     assert_inside_and_apart(root)
     paths = root.findall(".//{http://www.w3.org/2000/svg}path")
     assert any(p.get("stroke-dasharray") == "6 3" for p in paths)  # active, dashed
+
+
+def test_with_a_labelled_sample_the_plan_starts_from_its_design_estimate(db, lead):
+    """Once a calibration sample has decided answers, today's point is its design estimate
+    (gold drawn with known π), and the plan learns from its answers weighted 1/π when all the
+    gold came from it."""
+    from annotate.imports.label_import import import_labels
+    from evaluation.judges.samples import design_estimates, designs_of, draw_sample
+    from tests.evaluation.test_calibration_samples import label_lines, sampled_answers
+
+    project = labelled_demo(leads=(lead.username,), password=PASSWORD)
+    run = import_judge_run(lines=confident_run_lines(), project=project).run
+    design = draw_sample(run=run, budget=10, design="active", seed=3)
+
+    answers = sampled_answers(design)
+    for reviewer in ("alice", "bob"):
+        import_labels(lines=label_lines(answers, reviewer), project=project)
+    plan = as_json("--judge=confident", "--plan=0.1", "--split=all")["plan"]
+    report = design_estimates(designs_of(run))[0]
+    lo, hi = report.estimate.share.ci95_unclipped
+    now = plan["current"]
+    assert now["method"] == f"calibration sample {design.pk}"
+    assert now["answers"] == report.decided > 0
+    assert now["estimate"] == pytest.approx(report.estimate.share.estimate_unclipped)
+    assert now["half_width"] == pytest.approx((hi - lo) / 2)
+    assert plan["planned_sample"] == {
+        "design": design.pk,
+        "kind": "active",
+        "answers": pytest.approx(min(10, plan["frame_answers"])),
+    }
+    # the frame left is small: a sample of its size would hold every answer (π = 1)
+    assert plan["uniform"]["planned"]["expected_half_width"] >= 0

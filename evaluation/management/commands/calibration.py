@@ -87,8 +87,10 @@ def plan_text(plan: dict) -> list[str]:
     now = plan["current"]
     if now["half_width"] is not None:
         lines.append(
-            f"    now: PPI++ {now['estimate']:.3f} {_half(now['half_width'])} from "
-            f"{now['answers']} labelled answers ({now['claims']} claims)"
+            f"    now: {now['method']} {now['estimate']:.3f} {_half(now['half_width'])} from "
+            f"{now['answers']} labelled answers"
+            + (f" ({now['claims']} claims)" if now["claims"] is not None else "")
+            + (" (provisional)" if now["provisional"] else "")
         )
     if plan["refused"]:
         return [*lines, f"    refused — {plan['refused']}"]
