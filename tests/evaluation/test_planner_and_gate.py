@@ -310,7 +310,7 @@ def test_the_run_page_shows_the_plan_its_chart_and_the_gate_as_the_command(demo,
     assert field(page, "plan-now") == f"{now['estimate']:.3f} ±{now['half_width']:.3f}"
     assert "not available" in re.search(r'id="plan-active">(.*?)</tr>', page, re.S).group(1)
     # The chart: an accessible SVG whose description carries today's point and the curve.
-    svg = re.search(r'<figure id="plan-chart">(<svg.*?</svg>)</figure>', page, re.S).group(1)
+    svg = re.search(r"<figure[^>]*id=\"plan-chart\">(<svg.*?</svg>)", page, re.S).group(1)
     root = ET.fromstring(svg)
     ns = {"svg": "http://www.w3.org/2000/svg"}
     assert root.get("role") == "img"
