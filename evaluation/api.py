@@ -37,14 +37,22 @@ from evaluation.judges.samples import (
     design_estimates,
     designs_of,
     draw_sample,
+    newest_sample,
     sample_rows,
 )
 from evaluation.models import CalibrationDesign, JudgeRun
-from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION, REVIEWERS
+from evaluation.report_kinds import (
+    AGREEMENT,
+    CALIBRATION,
+    CALIBRATION_PLAN,
+    EVALUATION,
+    REVIEWERS,
+)
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
 from evaluation.reports.evaluation import evaluate
 from evaluation.reports.limits import variant_limits
+from evaluation.reports.plan_gate_params import check_half_width, plan_key
 from evaluation.reports.strata import BY, with_strata
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202
@@ -203,6 +211,43 @@ class CalibrationQuerySerializer(serializers.Serializer):
     )
 
 
+class PlanGateQuerySerializer(serializers.Serializer):
+    """The budget planner's and the judge gate's query parameters (SPEC "Budget planner",
+    "Judge gate"), as `calibration --plan WIDTH --min-kappa K --baseline NAME`."""
+
+    plan = serializers.FloatField(
+        required=False,
+        help_text="Budget planner: a 95% half-width in (0, 1), e.g. 0.05. The response then "
+        "carries `plan`.",
+    )
+    min_kappa = serializers.FloatField(
+        required=False,
+        min_value=-1,
+        max_value=1,
+        help_text="Judge gate: fails when the lower end of the judge's 95% kappa interval is "
+        "under this bound. The response then carries `gate: {passed, reasons, …}`.",
+    )
+    baseline = serializers.CharField(
+        required=False,
+        help_text="Judge gate: the name of another judge run of the project; fails too when "
+        "an exact McNemar test on the gold items both scored finds this judge worse at 5%. "
+        "Needs min_kappa.",
+    )
+
+    def validate_plan(self, value: float) -> float:
+        try:
+            return check_half_width(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate(self, data: dict) -> dict:
+        if "baseline" in data and "min_kappa" not in data:
+            raise serializers.ValidationError(
+                {"baseline": ["The baseline is part of the judge gate: give min_kappa too."]}
+            )
+        return data
+
+
 class RoganGladenSerializer(serializers.Serializer):
     refused = serializers.CharField(
         required=False,
@@ -331,6 +376,20 @@ class CalibrationSerializer(serializers.Serializer):
     )
     stratified = ShareSerializer(
         required=False, help_text="With `?by=`: Σ w_h θ_h, w_h = N_h / N, Var Σ w_h² Var_h."
+    )
+    plan = serializers.DictField(
+        required=False,
+        help_text="With ?plan=WIDTH: half_width, uniform and active ({answers, claims, "
+        "expected_half_width, expected_ci95, planned} or null), active_unavailable, "
+        "planned_sample (the newest calibration sample), current (today's estimate and "
+        "half-width: the newest sample's design estimate, else PPI++), curve (expected "
+        "half-width against answers labelled), refused (why no plan, or null).",
+    )
+    gate = serializers.DictField(
+        required=False,
+        help_text="With ?min_kappa=K[&baseline=NAME]: passed, reasons (one per check), "
+        "summary, min_kappa, kappa_lower, kappa_scale, baseline ({judge, scale, items, "
+        "candidate_only, baseline_only, p_value, worse} or null).",
     )
 
 
@@ -625,16 +684,52 @@ class Calibration(JudgeRunView):
         description="Read from the report stored for the labels as they are (headers "
         "Report-Computed-At and Report-Current say how fresh it is); 202 while a worker "
         "computes the first one of a large project.",
-        parameters=[RUN_ID, CalibrationQuerySerializer],
+        parameters=[RUN_ID, CalibrationQuerySerializer, PlanGateQuerySerializer],
         responses=responses({200: CalibrationSerializer, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug, run_id):
         filters = query(CalibrationQuerySerializer, request)
+        extras = query(PlanGateQuerySerializer, request)
         run = self.run(run_id)
         stored = computed.read(self.project, CALIBRATION, f"{run.pk}:{filters['split']}")
         if stored.pending:
             return being_computed()
-        return with_freshness(Response(with_strata(stored.result, filters.get("by"))), stored)
+        report = with_strata(stored.result, filters.get("by"))
+        result = plan_and_gate(self.project, run, report, extras)
+        if result is None:
+            return being_computed()
+        return with_freshness(Response(result), stored)
+
+
+def plan_and_gate(project, run: JudgeRun, report: dict, extras: dict) -> dict | None:
+    """The calibration report with `plan` (stored, as the run's page reads it) and `gate`
+    (computed here: a comparison with the baseline) when asked; None while a worker computes
+    the plan."""
+    if "plan" in extras:
+        key = plan_key(run.pk, report["split"], extras["plan"], newest_sample(run))
+        stored_plan = computed.read(project, CALIBRATION_PLAN, key)
+        if stored_plan.pending:
+            return None
+        report = {**report, "plan": stored_plan.result}
+    if "min_kappa" in extras:
+        # late import: heavy library (memory) -- numpy and scipy, through the comparison
+        from evaluation.reports.judge_gate import gate_report
+
+        baseline = None
+        if "baseline" in extras:
+            baseline = (
+                JudgeRun.objects.filter(project=project, name=extras["baseline"])
+                .exclude(pk=run.pk)
+                .first()
+            )
+            if baseline is None:
+                raise ValidationError(
+                    {"baseline": [f"No other judge run named {extras['baseline']!r}."]}
+                )
+            baseline.project = project
+        gate = gate_report(run=run, report=report, min_kappa=extras["min_kappa"], baseline=baseline)
+        report = {**report, "gate": gate}
+    return report
 
 
 # --- Calibration samples ---------------------------------------------------------------------

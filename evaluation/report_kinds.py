@@ -16,6 +16,7 @@ from evaluation.models import JudgeRun
 
 AGREEMENT = "agreement"
 CALIBRATION = "calibration"
+CALIBRATION_PLAN = "calibration-plan"
 EVALUATION = "evaluation"
 COMPARISON = "comparison"
 REVIEWERS = "reviewers"
@@ -46,6 +47,17 @@ def _calibration(project: Project, key: str) -> dict:
     run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
     run.project = project
     return calibration_report(run=run, split=split)
+
+
+def _calibration_plan(project: Project, key: str) -> dict:
+    from evaluation.reports.calibration_plan import (
+        plan_report,
+    )  # late import: heavy library (memory)
+
+    run_id, split, width, _newest_sample = key.split(":")
+    run = JudgeRun.objects.get(project=project, pk=int(run_id))
+    run.project = project
+    return plan_report(run=run, split=split, half_width=float(width))
 
 
 def _evaluation(project: Project, key: str) -> dict:
@@ -106,6 +118,11 @@ computed.register(
     requires=frozenset({"binary", "confusion", "disagreements", "strata_by"}),
 )
 computed.register(
+    CALIBRATION_PLAN,
+    compute=_calibration_plan,
+    requires=frozenset({"half_width", "uniform", "curve", "current"}),
+)
+computed.register(
     EVALUATION,
     compute=_evaluation,
     refresh=_refresh_evaluation,
@@ -119,7 +136,6 @@ computed.register(
 computed.register(
     REVIEWERS,
     compute=_reviewers,
-    small=small,
     requires=frozenset({"reviewers", "fields", "drift_design"}),
 )
 # What the evaluation page derives in the request from the stored reports.

@@ -206,6 +206,16 @@ def designs_of(run: JudgeRun) -> list[CalibrationDesign]:
     return designs
 
 
+def newest_sample(run: JudgeRun) -> int | None:
+    """The id of the run's newest calibration sample, or None: one query."""
+    return (
+        CalibrationDesign.objects.filter(run=run)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 @dataclass
 class DesignReport:
     design: CalibrationDesign

@@ -27,6 +27,7 @@ from annotate.models import Answer, Role
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
 from evaluation.judges.list_views import CompareForm, SampleForm, SplitForm, StrataForm
+from evaluation.judges.plan_gate import plan_and_gate
 from evaluation.judges.samples import design_estimates, designs_of
 from evaluation.models import JudgeRun
 from evaluation.report_kinds import CALIBRATION
@@ -304,6 +305,7 @@ def judge_run(request, project, role, run_pk):
         # The split switch in the page's head keeps the strata chosen here (out of band).
         context["strata_oob"] = partial == "strata"
         return render(request, f"evaluation/judge_run.html#{partial}", context)
+    context.update(plan_and_gate(request, project=project, run=run, report=report))
     if request.htmx:
         return render(request, "evaluation/judge_run.html#report", context)
     # The calibration samples: one query when there is none; their estimates are computed

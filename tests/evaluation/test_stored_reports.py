@@ -174,8 +174,10 @@ def test_the_calibration_page_says_how_fresh_it_is(browser, demo):
     page = browser.get(f"/p/demo/judges/{run.pk}/").content.decode()
     assert 'data-report-freshness="current"' in page
     kinds = set(StoredReport.objects.values_list("kind", flat=True))
-    assert kinds == {"calibration"}
+    # the run's calibration, and the budget planner's default plan (±0.05, no sample yet)
+    assert kinds == {"calibration", "calibration-plan"}
     assert StoredReport.objects.get(kind="calibration").key == f"{run.pk}:judge_test"
+    assert StoredReport.objects.get(kind="calibration-plan").key == f"{run.pk}:judge_test:0.05:0"
 
 
 def test_the_stored_report_is_the_computed_one(demo):
