@@ -38,7 +38,7 @@ from tests.conftest import FIXTURES, PASSWORD, import_fixture
 pytestmark = pytest.mark.django_db
 
 REVIEWERS = ("alice", "bob", "carol")
-CAROL_NOTE = "carol-note-3f9c"  # on every label set of carol's: it must reach only her and leads
+CAROL_NOTE = "third-note-3f9c"  # on every label set of carol's: it must reach only her and leads
 SLICE_FLAGS = {
     "all": lambda answerable, adversarial: True,
     "answerable": lambda answerable, adversarial: answerable,
@@ -399,10 +399,12 @@ def test_the_adjudication_screen_shows_a_column_per_reviewer_and_takes_cs_value(
 
 
 # The adjudication screen of a task with three label sets, its lock already taken: the session,
-# the user, the role, the answer and its lock (2), its label sets (assignments, claim labels,
-# decisions), its claims with their citations (2), passages, the lock again, the history, the
-# audit trail (3), the reviewer's preferences.
-PINNED_SCREEN_QUERIES = 19
+# the user, the role, the answer by number; starting adjudication (a savepoint, the answer, its
+# lock, the release: 4); the answer with its case; its label sets (assignments, claim labels,
+# decisions: 3, whatever the number of reviewers); its claims and their citations (2), the
+# passages, the lock, the decisions' history, the audit trail (assignments' and claims'
+# history, corrections: 3) and the lead's shortcut preference.
+PINNED_SCREEN_QUERIES = 21
 
 
 # --- Blinding -----------------------------------------------------------------------------------
