@@ -428,7 +428,9 @@ def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead)
 
     third = add_member(project=demo, username="carol3", role=Role.REVIEWER).user
     answer = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline")
-    Assignment.objects.create(project=demo, answer=answer, reviewer=third, status="submitted")
+    Assignment.objects.create(
+        project=demo, answer=answer, reviewer=third, status="submitted", submitted_at=timezone.now()
+    )
     rows = {r["answer_id"]: r for r in gold_rows(demo, item="answer")}
     assert rows["a2-deadline/baseline"]["label_sets"] == 3
     [third_labels] = rows["a2-deadline/baseline"]["other_reviewers"]
