@@ -449,7 +449,7 @@ def _every_label_set(project: Project, report: dict, fields, *, n_boot: int, see
     for slice_name, section in every.slices.items():
         for name, keys in section.items():
             report["slices"][slice_name][name] = {**report["slices"][slice_name][name], **keys}
-    shared = shared_items(project)
+    shared = shared_items(project, every_pair=True)
     found = sorted({pair for by_pair in every.pairs.values() for pair in by_pair})
     for a, b in found:
         entry = {"reviewers": [a, b]}
@@ -479,11 +479,13 @@ CLAIM_LABEL_COLUMNS = (
 ANSWER_LABEL_COLUMNS = ("relevance", "abstention", "failure_labels")
 
 
-def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
+def shared_items(
+    project: Project, *, every_pair: bool = False
+) -> dict[tuple[int, int], dict[str, int]]:
     """Per reviewer pair (lower id first): the claims and answers both labelled, and how many
-    of them differ in any label field; every pair of an answer's label sets (with more than
-    two, not only its first two). Fields the schema leaves out are empty on both sides, so
-    they never differ. Two grouped queries."""
+    of them differ in any label field; of each answer's first two label sets, or with
+    `every_pair` of every two of its label sets (more than two reviewers). Fields the schema
+    leaves out are empty on both sides, so they never differ. Two grouped queries."""
     label, assignment = ClaimLabel._meta.db_table, Assignment._meta.db_table
     claims = f"""
         JOIN "{label}" la ON la.assignment_id = fa.id
@@ -500,6 +502,7 @@ def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
     found: dict[tuple[int, int], dict[str, int]] = defaultdict(
         lambda: {"claims": 0, "claims_differing": 0, "answers": 0, "answers_differing": 0}
     )
+    sides = "fb.side > fa.side" if every_pair else "fa.side = 1 AND fb.side = 2"
     for kind, (joins, columns) in queries.items():
         differs = " OR ".join(_distinct(f"la.{c}", f"lb.{c}") for c in columns)
         sql = f"""
@@ -507,7 +510,7 @@ def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
             SELECT fa.reviewer_id, fb.reviewer_id, COUNT(*),
                    SUM(CASE WHEN {differs} THEN 1 ELSE 0 END)
             FROM firsts fa
-            JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side > fa.side
+            JOIN firsts fb ON fb.answer_id = fa.answer_id AND {sides}
             {joins}
             GROUP BY fa.reviewer_id, fb.reviewer_id
         """

@@ -448,3 +448,25 @@ def test_a_third_reviewer_reaches_nobody_elses_labels(client, three, reviewer_c)
         response = api.get(f"{API}/projects/{three.slug}/{path}")
         assert response.status_code in (403, 404), path
         assert not any(s in response.content.decode() for s in secrets), path
+
+
+def test_a_third_label_set_copied_from_another_is_named_as_such(
+    reviewer_a, reviewer_b, reviewer_c, lead
+):
+    """Every pair is checked for one label set under two names, the pairs beyond each answer's
+    first two included: carol's copy of alice's labels is no third reviewer."""
+    project = import_fixture("demo.jsonl", "copied")
+    project.overlap = 3
+    project.save(update_fields=["overlap"])
+    for person in (reviewer_a, reviewer_b, reviewer_c):
+        add_member(project=project, username=person.username, role="reviewer")
+    project = open_labelling(project=project)
+    with open(FIXTURES / "demo_labels.jsonl") as stream:
+        rows = [json.loads(line) for line in stream]
+    import_labels(lines=[json.dumps(r).encode() for r in rows], project=project)
+    copied = [{**r, "reviewer": "carol"} for r in rows if r["reviewer"] == "alice"]
+    import_labels(lines=[json.dumps(r).encode() for r in copied], project=project)
+    report = agreement_report(project, n_boot=0)
+    identical = {tuple(p["reviewers"]): p["identical_label_sets"] for p in report["pairs"]}
+    assert identical == {("alice", "bob"): False, ("alice", "carol"): True, ("bob", "carol"): False}
+    assert report["identical_label_sets"] is True
