@@ -81,11 +81,15 @@ class AgreementSerializer(serializers.Serializer):
     slices = serializers.DictField(
         child=serializers.DictField(child=serializers.DictField()),
         help_text="Slice -> field -> agreement (n, raw_agreement, kappa, weighting, ci95, "
-        "confusion).",
+        "confusion). Where some answer has more than two label sets, each field also carries "
+        "raters (the most label sets on one item), alpha and alpha_ci95 (Krippendorff's, over "
+        "every label set; alpha_n items), and nominal fields fleiss_kappa (over the fleiss_n "
+        "items with exactly `raters` label sets) with fleiss_ci95.",
     )
     pairs = serializers.ListField(
         child=serializers.DictField(),
-        help_text="Per reviewer pair: reviewers, each field's agreement, identical_label_sets "
+        help_text="Per reviewer pair (every pair that shares an item, on every item both "
+        "labelled): reviewers, each field's agreement, identical_label_sets "
         "(the two label sets are the same on every item they share) and, when they are, "
         "identical_label_sets_note saying so.",
     )

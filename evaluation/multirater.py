@@ -103,10 +103,12 @@ def multirater_agreement(
     level: Level = "nominal",
     n_boot: int = 1000,
     seed: int = 0,
+    pairwise: bool = True,
 ) -> MultiRaterAgreement:
     """Agreement of all ``label_sets`` on one field. ``labels`` is the field's vocabulary, in
     its order for an ordinal field; a rater labels an item at most once (ValueError otherwise).
-    Items with a single label set count for nothing (no pair to compare)."""
+    Items with a single label set count for nothing (no pair to compare). ``pairwise`` False
+    skips every pair's Cohen's kappa (a report that reads them for one slice only)."""
     if level not in ("nominal", "ordinal"):
         raise ValueError(f"unknown level {level!r}; use 'nominal' or 'ordinal'")
     labels = tuple(labels)
@@ -165,7 +167,7 @@ def multirater_agreement(
         fleiss_ci95=fleiss_ci,
         fleiss_undefined_reason=fleiss_reason if level == "nominal" else None,
         all_agree=int((counts.max(axis=1, initial=0) == counts.sum(axis=1)).sum()),
-        pairwise=_pairwise(by_item, group_of, labels, level, n_boot, seed),
+        pairwise=_pairwise(by_item, group_of, labels, level, n_boot, seed) if pairwise else {},
     )
 
 

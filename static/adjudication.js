@@ -153,8 +153,10 @@
     }
     const row = currentRow();
     if (!row) return;
-    if (key === "a" || key === "b") {
-      if (choose(row, key)) focusRow(nextRow(row));
+    if ("abcdef".includes(key) && key.length === 1) {
+      // a, b: reviewer A's or B's value; c … f where more reviewers labelled the task
+      if (!choose(row, key)) return;
+      focusRow(nextRow(row));
     } else if (key === "o") {
       if (!choose(row, "other")) return;
       lastRow = row;

@@ -5,8 +5,8 @@
 - services: freezing a task's labels (start_adjudication) and recording a lead's decisions
   (adjudicate), each checked against the field's vocabulary and the task's version; a
   lead resolving a reviewer's flag (resolve_flag)
-- selectors: one task as the adjudication screen shows it (AdjudicationScreen: both
-  reviewers' values, the gold so far, never the variant), its audit trail, field words;
+- selectors: one task as the adjudication screen shows it (AdjudicationScreen: every
+  reviewer's values side by side, the gold so far, never the variant), its audit trail, field words;
   the reviewers' flags (flags) and the queue's decided count (decided_of)
 - views, forms: the queue page with its filters, its progress and the open flags, the
   task's screen, resolving a flag

@@ -1,6 +1,7 @@
 """What a lead reads to adjudicate: one doubly-labelled answer as the adjudication screen shows
-it (both reviewers' values of each field, the gold so far, the passages; never the variant),
-its audit trail, and the words the screen uses for fields and values."""
+it (every reviewer's values of each field side by side, as reviewer A, B, C … in the order they
+submitted; the gold so far, the passages; never the variant, never a reviewer's name), its
+audit trail, and the words the screen uses for fields and values."""
 
 from __future__ import annotations
 
@@ -76,17 +77,46 @@ def show_value(field_name: str, value) -> str:
     return show_choice(value)
 
 
+def side_letter(index: int) -> str:
+    """A label set's name on the screen, by its place in submission order: A, B, C …"""
+    return chr(ord("A") + index) if index < 26 else f"R{index + 1}"
+
+
+def side_key(index: int) -> str:
+    """A label set's choice as the form posts it: a, b, c … (the keys that choose it)."""
+    return side_letter(index).lower()
+
+
 @dataclass
 class FieldRow:
     item: str  # claim ordinal, or "answer"
     name: str
-    a: object
-    b: object
+    values: list  # each label set's value, in submission order (reviewer A, B, C …)
     gold: object
     source: str
     rationale: str
     differs: bool
     vocabulary: tuple = ()  # the values 'other' offers, when not the field's usual ones
+
+    @property
+    def a(self) -> object:
+        return self.values[0]
+
+    @property
+    def b(self) -> object:
+        return self.values[1]
+
+    @property
+    def others(self) -> list:
+        """The values of the label sets after the first two (reviewer C, D …)."""
+        return self.values[2:]
+
+    def value_of(self, choice: str) -> tuple[bool, object]:
+        """(whether `choice` names a label set, its value): 'a' is reviewer A's."""
+        for index, value in enumerate(self.values):
+            if side_key(index) == choice:
+                return True, value
+        return False, None
 
     @property
     def key(self) -> str:
@@ -103,6 +133,14 @@ class FieldRow:
             "b": show_value(self.name, self.b),
             "gold": show_value(self.name, self.gold),
         }
+
+    @property
+    def sides(self) -> list[tuple[str, str, str]]:
+        """(letter, choice key, value as shown) of every label set, for the screen's columns."""
+        return [
+            (side_letter(i), side_key(i), show_value(self.name, value))
+            for i, value in enumerate(self.values)
+        ]
 
     @property
     def label(self) -> str:
@@ -126,10 +164,8 @@ class ClaimAdjudication:
     claim: Claim
     citations: list[Citation]
     fields: list[FieldRow]
-    quote_a: str
-    quote_b: str
-    note_a: str = ""
-    note_b: str = ""
+    quotes: list[str]  # each label set's evidence quote, in submission order
+    notes: list[str]  # each label set's note
     # Both reviewers said unsupported, in different words: the binary value is agreed and
     # only the subtype waits.
     binary_agreed: str | None = None
@@ -138,6 +174,26 @@ class ClaimAdjudication:
     @property
     def split(self):
         return split_fields(self.fields)
+
+    @property
+    def quote_a(self) -> str:
+        return self.quotes[0]
+
+    @property
+    def quote_b(self) -> str:
+        return self.quotes[1]
+
+    @property
+    def note_a(self) -> str:
+        return self.notes[0]
+
+    @property
+    def note_b(self) -> str:
+        return self.notes[1]
+
+    @property
+    def lettered_notes(self) -> list[tuple[str, str]]:
+        return _lettered(self.notes)
 
     @property
     def key(self) -> str:
@@ -156,12 +212,28 @@ class AdjudicationScreen:
     version: int
     pending: int
     history: list
-    note_a: str = ""
-    note_b: str = ""
+    notes: list[str] = field(default_factory=lambda: ["", ""])  # each label set's, on the answer
     audit: list = field(default_factory=list)
     rationale: str = ""  # of the latest decision on the whole answer
 
     key = "answer"  # the answer's name in the form, as FieldRow.item
+
+    @property
+    def note_a(self) -> str:
+        return self.notes[0]
+
+    @property
+    def note_b(self) -> str:
+        return self.notes[1]
+
+    @property
+    def lettered_notes(self) -> list[tuple[str, str]]:
+        return _lettered(self.notes)
+
+    @property
+    def letters(self) -> list[str]:
+        """The reviewers' columns: A, B, and C … when more than two label sets."""
+        return [side_letter(i) for i in range(len(self.notes))]
 
     @property
     def answer_split(self):
@@ -175,20 +247,34 @@ class AdjudicationScreen:
         rows += [("", f) for f in self.answer_fields]
         return [
             f"{where}{row.label}"
-            + (f" ({row.shown['a']} vs {row.shown['b']})" if row.name in FIELD_CHOICES else "")
+            + (
+                " (" + " vs ".join(shown for _, _, shown in row.sides) + ")"
+                if row.name in FIELD_CHOICES
+                else ""
+            )
             for where, row in rows
             if row.differs and row.source == PENDING
         ]
 
     @property
     def quote_marks(self) -> list[tuple[str, str]]:
-        """Both reviewers' quotes, to mark in the passages as A and B."""
-        marks = [(c.quote_a, "quote-a") for c in self.claims if c.quote_a]
-        return marks + [(c.quote_b, "quote-b") for c in self.claims if c.quote_b]
+        """Every reviewer's quotes, to mark in the passages as A, B, C …"""
+        return [
+            (c.quotes[i], f"quote-{side_key(i)}")
+            for i in range(len(self.notes))
+            for c in self.claims
+            if i < len(c.quotes) and c.quotes[i]
+        ]
 
 
-def _side_values(pair, side: str, names) -> dict:
-    labels = pair.a if side == "a" else pair.b
+def _lettered(notes: list[str]) -> list[tuple[str, str]]:
+    """(letter, note) of each label set, when any has a note; else nothing to show."""
+    if not any(notes):
+        return []
+    return [(side_letter(i), note) for i, note in enumerate(notes)]
+
+
+def _side_values(labels: dict, names) -> dict:
     values = {name: labels.get(name) for name in names}
     if "evidence" in names:
         values["evidence"] = {
@@ -229,13 +315,12 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
     vocabulary = {"support": schema.support_labels}
 
     def rows(pair, item, names):
-        a, b = _side_values(pair, "a", names), _side_values(pair, "b", names)
+        sides = [_side_values(labels, names) for _, labels in pair.sides]
         return [
             FieldRow(
                 item,
                 name,
-                a[name],
-                b[name],
+                [side[name] for side in sides],
                 pair.gold.get(name),
                 pair.source.get(name),
                 pair.rationale.get(name, ""),
@@ -250,10 +335,8 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
             claim=claims[p.claim_id],
             citations=list(claims[p.claim_id].citations.all()),
             fields=rows(p, str(p.ordinal), claim_names),
-            quote_a=p.a.get("evidence_quote") or "",
-            quote_b=p.b.get("evidence_quote") or "",
-            note_a=p.a.get("note") or "",
-            note_b=p.b.get("note") or "",
+            quotes=[labels.get("evidence_quote") or "" for _, labels in p.sides],
+            notes=[labels.get("note") or "" for _, labels in p.sides],
             binary_agreed=(
                 p.gold.get("support_binary")
                 if p.source.get("support") == PENDING and p.source.get("support_binary") == AGREED
@@ -298,9 +381,10 @@ def adjudication_screen(project: Project, task_number: int) -> AdjudicationScree
         version=lock.version if lock else 0,
         pending=sum(f.source == PENDING for f in all_fields),
         history=history,
-        note_a=answer_pair.a.get("note") or "",
-        note_b=answer_pair.b.get("note") or "",
-        audit=task_audit(answer, {answer_pair.reviewer_a: "A", answer_pair.reviewer_b: "B"}),
+        notes=[labels.get("note") or "" for _, labels in answer_pair.sides],
+        audit=task_audit(
+            answer, {reviewer: side_letter(i) for i, (reviewer, _) in enumerate(answer_pair.sides)}
+        ),
         rationale=latest_rationale.get(None, ""),
     )
 
@@ -316,7 +400,7 @@ def task_audit(answer: Answer, sides: dict[int, str]) -> list[AuditEvent]:
     """Who did what to this task and when, for its lead: the assignments' status changes
     (taken, submitted, reopened, released; an imported label set has no acting user), the
     claim boundary edits, and the in-place data corrections. Reviewers are named by side (A,
-    B) as on the rest of the screen; the decisions have their own list. Three queries."""
+    B, C …) as on the rest of the screen; the decisions have their own list. Three queries."""
     events: list[AuditEvent] = []
     previous: dict[int, str] = {}
     rows = (

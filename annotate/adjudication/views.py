@@ -107,10 +107,9 @@ def _parse_choice(row, request) -> tuple[bool, object]:
     """The gold value the lead chose for one field: (changed, value). Nothing chosen, or
     'keep', changes nothing."""
     choice = request.POST.get(f"f-{row.key}", "")
-    if choice == "a":
-        return True, row.a
-    if choice == "b":
-        return True, row.b
+    named, value = row.value_of(choice)
+    if named:  # a, b, c …: that reviewer's value
+        return True, value
     if choice == "other":
         raw = request.POST.get(f"o-{row.key}", "")
         if raw == "":
@@ -259,7 +258,7 @@ def _decisions_saved(count: int) -> str:
 
 def _no_other_value(row) -> str:
     where = "the whole answer" if row.item == "answer" else f"claim {int(row.item) + 1}"
-    return f"Choose the other value of {row.label} for {where}, or choose A or B."
+    return f"Choose the other value of {row.label} for {where}, or choose a reviewer's."
 
 
 STALE_FORM = "This form is incomplete or out of date: reload the page and choose again."

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from annotate.adjudication import services as adjudication_services
 from annotate.adjudication.queue import adjudication_queue
-from annotate.adjudication.selectors import adjudication_screen, answer_by_task_number
+from annotate.adjudication.selectors import adjudication_screen, answer_by_task_number, side_key
 from annotate.adjudication.services import Conflict, DecisionInput, adjudicate, start_adjudication
 from annotate.api.base import (
     CONFLICT_409,
@@ -54,10 +54,20 @@ class QueueFilterSerializer(serializers.Serializer):
     field = serializers.ChoiceField(choices=[*CLAIM_FIELDS, *ANSWER_FIELDS], required=False)
 
 
+def notes_by_letter(notes: list[str]) -> dict[str, str]:
+    """Each label set's note by its side: a, b, and c … where more than two."""
+    return {side_key(i): note for i, note in enumerate(notes)}
+
+
 class FieldRowSerializer(serializers.Serializer):
     name = serializers.CharField()
     a = serializers.JSONField(help_text="Reviewer A's value.")
     b = serializers.JSONField(help_text="Reviewer B's value.")
+    others = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="The values of reviewers C, D … (the label sets after the first two, in "
+        "submission order); empty with two. A field is agreed only when all agree.",
+    )
     gold = serializers.JSONField(help_text="The gold value; null while pending.")
     source = serializers.ChoiceField(
         choices=[
@@ -83,7 +93,7 @@ class AdjudicationClaimSerializer(serializers.Serializer):
         return with_fields_field(super().get_fields(), FieldRowSerializer(many=True))
 
     def get_notes(self, item) -> dict[str, str]:
-        return {"a": item.note_a, "b": item.note_b}
+        return notes_by_letter(item.notes)
 
 
 class DecisionHistorySerializer(serializers.Serializer):
@@ -114,7 +124,7 @@ class AdjudicationSerializer(serializers.Serializer):
         return {"text": screen.answer.text, "abstained": screen.answer.abstained}
 
     def get_notes(self, screen) -> dict[str, str]:
-        return {"a": screen.note_a, "b": screen.note_b}
+        return notes_by_letter(screen.notes)
 
 
 class DecisionInputSerializer(serializers.Serializer):

@@ -90,6 +90,7 @@ GOLD_CSV_COLUMNS = (
     "rationale",
     "reviewer_a",
     "reviewer_b",
+    "other_reviewers",
     "imported",
     "calibration",
     "human_kappa",
@@ -356,6 +357,8 @@ def gold_rows(
                     row["reviewer_b"] = _reviewer(
                         claim_pair.reviewer_b, claim_pair.b, claim_keys, names
                     )
+                    if claim_pair.more:
+                        row["other_reviewers"] = _others(claim_pair, claim_keys, names)
                     if claim_pair.imported is not None:
                         row["imported"] = _imported(claim_pair.imported, claim_keys)
                     row["human_kappa"] = claim_kappa
@@ -372,8 +375,7 @@ def gold_rows(
                 row = GoldRow((k, v) for k, v in common.items() if k != "doc")
                 row.update(
                     item="answer",
-                    # Gold reads the first two submitted; more (an overlap above 2) are
-                    # counted here, never dropped without a word.
+                    # Every label set counts (an overlap above 2: other_reviewers).
                     label_sets=label_sets[pair.answer_id],
                     decided=decided,
                     gold=answer_gold,
@@ -382,6 +384,8 @@ def gold_rows(
                     reviewer_a=_reviewer(pair.reviewer_a, pair.a, answer_keys, names),
                     reviewer_b=_reviewer(pair.reviewer_b, pair.b, answer_keys, names),
                 )
+                if pair.more:
+                    row["other_reviewers"] = _others(pair, answer_keys, names)
                 if pair.imported is not None:
                     row["imported"] = _imported(pair.imported, answer_keys)
                 row["human_kappa"] = answer_kappa
@@ -432,7 +436,7 @@ class GoldCounts:
     answers: Counter = field(default_factory=Counter)
     by_split: dict[str, Counter] = field(default_factory=dict)  # claims
     answers_by_split: dict[str, Counter] = field(default_factory=dict)
-    beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
+    beyond_two: int = 0  # answers with more than two label sets: agreed only where all agree
     imported_sources: tuple[str, ...] = ()  # where the imported rows' gold came from
     columns: tuple[str, ...] = GOLD_STATES
 
@@ -608,6 +612,12 @@ def _reviewer(user_id: int | None, labels: dict, keys, names) -> dict[str, Any] 
     if user_id is None:
         return None
     return {"reviewer": names.get(user_id, "R?"), **{k: labels.get(k) for k in keys}}
+
+
+def _others(pair, keys, names) -> list[dict[str, Any]]:
+    """The label sets after the first two, each as _reviewer gives it: only on the rows of
+    items that have them, so the content hashes of the others do not depend on the key."""
+    return [_reviewer(user_id, labels, keys, names) for user_id, labels in pair.more]
 
 
 def _imported(imported: Imported, keys) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Reads that align the two reviewers' labels and derive gold from them.
 
 Nothing here is stored: the pair of an answer is its first two submitted assignments (by
-submission time; a gold check's label set is never one, annotate.checks), a field is
-`agreed` when both gave the same value, and a lead's latest
-Decision for that field makes it `adjudicated`. Deriving gold where it is read keeps it right
+submission time; a gold check's label set is never one, annotate.checks), and any further ones
+(an overlap above 2) come with it (`more`); a field is `agreed` when every label set gave the
+same value, else it waits for a lead, and a lead's latest Decision for that field makes it
+`adjudicated`. Deriving gold where it is read keeps it right
 when a reviewer reopens a task or a lead changes a decision.
 
 Which fields exist follows the project's label schema (annotate.schema): a field that is off
@@ -108,14 +109,29 @@ class ItemPair:
     source: dict[str, str] = field(default_factory=dict)
     rationale: dict[str, str] = field(default_factory=dict)
     imported: Imported | None = None
+    # The label sets after the first two (an overlap above 2), in submission order:
+    # (reviewer, values shaped as `a`). Every one counts: a field is agreed only when all agree.
+    more: tuple[tuple[int, dict[str, Any]], ...] = ()
 
     @property
     def paired(self) -> bool:
         """Whether two reviewers labelled the item (else its gold is imported alone)."""
         return self.reviewer_a is not None
 
+    @property
+    def sides(self) -> list[tuple[int | None, dict[str, Any]]]:
+        """Every label set of the item, (reviewer, values), in submission order."""
+        return [(self.reviewer_a, self.a), (self.reviewer_b, self.b), *self.more]
+
+    def values(self, name: str) -> list[Any]:
+        """Each label set's value of a field, in submission order."""
+        return [labels.get(name) for _, labels in self.sides]
+
     def differs(self, name: str) -> bool:
-        return comparable(name, self.a) != comparable(name, self.b)
+        first = comparable(name, self.a)
+        return comparable(name, self.b) != first or any(
+            comparable(name, labels) != first for _, labels in self.more
+        )
 
     @property
     def pending(self) -> list[str]:
@@ -185,9 +201,9 @@ _MISSING = object()
 def pairs_for_project(
     project: Project, *, answer_ids=None
 ) -> tuple[list[ItemPair], list[ItemPair]]:
-    """(answer pairs, claim pairs) for every answer with two submitted label sets, with the
-    gold of each field the project's schema labels. Three queries whatever the size:
-    assignments, claim labels, decisions."""
+    """(answer pairs, claim pairs) for every answer with two submitted label sets or more
+    (those after the first two in `more`), with the gold of each field the project's schema
+    labels. Three queries whatever the size: assignments, claim labels, decisions."""
     schema = project.schema
     # A gold check's label set is measured against gold, never part of it (annotate.checks).
     submitted = Assignment.objects.filter(
@@ -205,14 +221,14 @@ def pairs_for_project(
         "note",
         "failure_labels",
     ):
-        if len(by_answer[row["answer_id"]]) < 2:
-            by_answer[row["answer_id"]].append(row)
+        by_answer[row["answer_id"]].append(row)
     chosen = {
         row["pk"]: (answer_id, i)
         for answer_id, rows in by_answer.items()
-        if len(rows) == 2
+        if len(rows) >= 2
         for i, row in enumerate(rows)
     }
+    answer_keys = ("relevance", "abstention", "failure_labels", "note")
 
     answer_pairs = {
         answer_id: ItemPair(
@@ -221,13 +237,15 @@ def pairs_for_project(
             ordinal=None,
             reviewer_a=rows[0]["reviewer_id"],
             reviewer_b=rows[1]["reviewer_id"],
-            a={k: rows[0][k] for k in ("relevance", "abstention", "failure_labels", "note")},
-            b={k: rows[1][k] for k in ("relevance", "abstention", "failure_labels", "note")},
+            a={k: rows[0][k] for k in answer_keys},
+            b={k: rows[1][k] for k in answer_keys},
+            more=tuple((row["reviewer_id"], {k: row[k] for k in answer_keys}) for row in rows[2:]),
         )
         for answer_id, rows in by_answer.items()
-        if len(rows) == 2
+        if len(rows) >= 2
     }
     claims: dict[int, ItemPair] = {}
+    further: dict[int, dict[int, dict]] = defaultdict(dict)  # claim -> side (2, 3 …) -> values
     # JSON columns as text, decoded through a cache: most are "{}" or "[]" or repeat, and
     # decoding each one was a good part of a 100,000-claim export's time.
     labels = ClaimLabel.objects.filter(assignment_id__among=list(chosen))
@@ -263,8 +281,14 @@ def pairs_for_project(
         values = claim_values(row)
         if side == 0:
             pair.a = values
-        else:
+        elif side == 1:
             pair.b = values
+        else:
+            further[claim_id][side] = values
+    for claim_id, by_side in further.items():
+        pair = claims[claim_id]
+        reviewers = answer_pairs[pair.answer_id].more
+        pair.more = tuple((reviewers[side - 2][0], by_side[side]) for side in sorted(by_side))
     claim_pairs = [p for p in claims.values() if p.a and p.b]
 
     decisions = Decision.objects.filter(answer_id__among=list(answer_pairs)).order_by(
@@ -296,8 +320,9 @@ _PLAIN = frozenset(
 
 def _derive(pair: ItemPair, fields, latest) -> None:
     """Each field's gold and its source. `latest` is None for an item no lead decided
-    anything on (most of them): then only the reviewers' two values are compared."""
-    if latest is None:
+    anything on (most of them): then only the reviewers' values are compared (two of them
+    inline; more, field by field)."""
+    if latest is None and not pair.more:
         # The common case, inlined for the plain fields: every pair of a project passes
         # here whenever the adjudication queue, the gold counts or an export is derived.
         a, b, gold, source = pair.a, pair.b, pair.gold, pair.source
@@ -343,22 +368,28 @@ def _derive_field(pair: ItemPair, name: str, latest) -> None:
         pair.source[name] = AGREED
     elif name == "evidence":
         # Reviewers often pick different but equally valid passages; measuring that is
-        # the evidence-overlap statistic's job. Gold keeps both sets rather than holding
+        # the evidence-overlap statistic's job. Gold keeps every set rather than holding
         # the answer in the adjudication queue.
-        ids = sorted(set(pair.a["evidence_ids"]) | set(pair.b["evidence_ids"]))
-        quote = pair.a.get("evidence_quote") or pair.b.get("evidence_quote")
-        pair.gold[name] = {"evidence_ids": ids, "evidence_quote": quote}
+        ids = sorted(set().union(*(labels["evidence_ids"] for _, labels in pair.sides)))
+        pair.gold[name] = {"evidence_ids": ids, "evidence_quote": _first_quote(pair)}
         pair.source[name] = UNION
     else:
         pair.gold[name] = None
         pair.source[name] = PENDING
 
 
+def _first_quote(pair: ItemPair) -> str | None:
+    """The first label set's evidence quote, else the next one's that has one (`a or b …`:
+    the last one's when none has)."""
+    quotes = [labels.get("evidence_quote") for _, labels in pair.sides]
+    return next((quote for quote in quotes if quote), quotes[-1])
+
+
 def _agreed_value(name: str, pair: ItemPair) -> Any:
     if name == "evidence":
         return {
             "evidence_ids": sorted(pair.a.get("evidence_ids") or []),
-            "evidence_quote": pair.a.get("evidence_quote") or pair.b.get("evidence_quote"),
+            "evidence_quote": _first_quote(pair),
         }
     if name == "failure_labels":
         return sorted(pair.a.get(name) or [])

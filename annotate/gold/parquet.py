@@ -4,9 +4,10 @@ per batch of rows, so an export holds one batch in memory whatever its size.
 The columns are the CSV's (exports.GOLD_CSV_COLUMNS), each with one type in every file, so
 files of different releases or splits read as one dataset: strings, integers (int64),
 booleans, lists of strings, and the nested objects (`gold`, `gold_source`, `rationale`,
-`reviewer_a`, `reviewer_b`, `imported`, `human_kappa`) as their JSON text, sorted as the
-CSV writes them: their keys differ from claim rows to answer rows and from one label schema
-to another, which no single struct type holds without turning an absent field into a null.
+`reviewer_a`, `reviewer_b`, `other_reviewers`, `imported`, `human_kappa`) as their JSON text,
+sorted as the CSV writes them: their keys differ from claim rows to answer rows and from one
+label schema to another, which no single struct type holds without turning an absent field
+into a null.
 A value that is null, or a column a row does not carry, is null."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ JSON_COLUMNS = (
     "rationale",
     "reviewer_a",
     "reviewer_b",
+    "other_reviewers",
     "imported",
     "human_kappa",
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from django.db.models import Count
 
@@ -34,19 +35,26 @@ SEVERE = {"major", "critical"}
 
 
 def disagreement_score(pair: ItemPair) -> int:
+    """How serious an item's pending disagreements are; with more than two label sets, the
+    most serious of its label sets' disagreements per field."""
     score = 0
     if pair.source.get("support") == PENDING:
         # supported vs unsupported (a binary project) weighs like supported vs contradicted:
         # it flips every binary figure.
-        score += SUPPORT_WEIGHT.get(frozenset({pair.a["support"], pair.b["support"]}), 100)
+        said = sorted(set(pair.values("support")), key=str)
+        score += max(
+            (SUPPORT_WEIGHT.get(frozenset(two), 100) for two in combinations(said, 2)),
+            default=100,
+        )
     if pair.source.get("severity") == PENDING:
-        score += 50 if {pair.a["severity"], pair.b["severity"]} & SEVERE else 20
+        score += 50 if set(pair.values("severity")) & SEVERE else 20
     if pair.source.get("abstention") == PENDING:
         score += 50
     if pair.source.get("citations") == PENDING:
         score += 30
     if pair.source.get("relevance") == PENDING:
-        score += 10 * abs((pair.a["relevance"] or 0) - (pair.b["relevance"] or 0))
+        relevance = [value or 0 for value in pair.values("relevance")]
+        score += 10 * (max(relevance) - min(relevance))
     for name in ("requires_evidence", "failure_labels"):
         if pair.source.get(name) == PENDING:
             score += 10
@@ -86,7 +94,7 @@ class PairSummary:
     answers_by_split: dict[str, Counter] = field(
         default_factory=lambda: {"judge_dev": Counter(), "judge_test": Counter()}
     )
-    beyond_two: int = 0  # answers with more than two label sets: gold reads the first two
+    beyond_two: int = 0  # answers with more than two label sets: agreed only where all agree
 
 
 def pair_summary(project: Project) -> PairSummary:

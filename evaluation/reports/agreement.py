@@ -3,7 +3,9 @@ statistics of evaluation.agreement per field, per slice and per reviewer pair.
 
 Claims are aligned by one SQL query (a window function picks each answer's first two
 submitted label sets, a self-join pairs their claim labels), so the report over 100,000
-doubly-labelled claims is one round trip plus vectorised statistics.
+doubly-labelled claims is one round trip plus vectorised statistics. Where some answer has
+more than two label sets, every label set counts as well (evaluation.reports.label_sets):
+alpha and Fleiss' kappa beside each field, and every pair of reviewers in `pairs`.
 
 The fields follow the project's label schema: `support` on its scale (three-way or binary),
 `support_binary` always (unsupported = contradicted or insufficient evidence), and the other
@@ -41,6 +43,7 @@ from evaluation.agreement import (
     field_agreement_encoded,
     kappa_from_confusion,
 )
+from evaluation.reports import label_sets
 from evaluation.reports.dataset import AGREEMENT_SLICES as SLICES
 
 CLAIM_REPORT_FIELDS = ("support", "support_binary", "severity", "requires_evidence", "citation")
@@ -410,6 +413,9 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             overlap["neither"] += evidence.neither_in(slice_name)
             section["evidence"] = overlap
         report["slices"][slice_name] = section
+    if label_sets.more_than_two(project):
+        _every_label_set(project, report, fields, n_boot=n_boot, seed=seed)
+        return report
     pairs = set().union(*(d.pairs() for d in aligned.values()))
     names = _usernames({r for pair in pairs for r in pair})
     shared = shared_items(project)
@@ -429,6 +435,36 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     return report
 
 
+def _every_label_set(project: Project, report: dict, fields, *, n_boot: int, seed: int) -> None:
+    """With more than two label sets on some answer (SPEC.md "More than two reviewers"): each
+    slice's fields also carry alpha over every label set, and Fleiss' kappa for the nominal
+    ones (label_sets.every_label_set); `pairs` holds every pair of reviewers who share an
+    item, each field's Cohen's kappa over all the items both labelled (the slices' n, raw
+    agreement and kappa stay those of each answer's first two label sets). Pairs in their
+    names' order."""
+    schema = project.schema
+    labels_of = {name: _labels(name, schema) for name in LABELS}
+    every = label_sets.every_label_set(
+        project, fields, labels_of, slices=SLICES, n_boot=n_boot, seed=seed
+    )
+    for slice_name, section in every.slices.items():
+        for name, keys in section.items():
+            report["slices"][slice_name][name] = {**report["slices"][slice_name][name], **keys}
+    shared = shared_items(project, every_pair=True)
+    found = sorted({pair for by_pair in every.pairs.values() for pair in by_pair})
+    for a, b in found:
+        entry = {"reviewers": [a, b]}
+        ids = (every.ids[a], every.ids[b])
+        entry.update(_identity(entry["reviewers"], shared.get((min(ids), max(ids))), schema))
+        for name in fields:
+            pair = every.pairs[name].get((a, b))
+            entry[name] = (
+                pair.as_dict() if pair is not None else label_sets.no_items(name, labels_of[name])
+            )
+        report["pairs"].append(entry)
+    report["identical_label_sets"] = any(p["identical_label_sets"] for p in report["pairs"])
+
+
 # --- One label set under two names -----------------------------------------------------------
 
 # Every label a reviewer gives a claim or an answer (notes aside: two people often leave them
@@ -444,10 +480,13 @@ CLAIM_LABEL_COLUMNS = (
 ANSWER_LABEL_COLUMNS = ("relevance", "abstention", "failure_labels")
 
 
-def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
+def shared_items(
+    project: Project, *, every_pair: bool = False
+) -> dict[tuple[int, int], dict[str, int]]:
     """Per reviewer pair (lower id first): the claims and answers both labelled, and how many
-    of them differ in any label field. Fields the schema leaves out are empty on both sides,
-    so they never differ. Two grouped queries."""
+    of them differ in any label field; of each answer's first two label sets, or with
+    `every_pair` of every two of its label sets (more than two reviewers). Fields the schema
+    leaves out are empty on both sides, so they never differ. Two grouped queries."""
     label, assignment = ClaimLabel._meta.db_table, Assignment._meta.db_table
     claims = f"""
         JOIN "{label}" la ON la.assignment_id = fa.id
@@ -464,6 +503,7 @@ def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
     found: dict[tuple[int, int], dict[str, int]] = defaultdict(
         lambda: {"claims": 0, "claims_differing": 0, "answers": 0, "answers_differing": 0}
     )
+    sides = "fb.side > fa.side" if every_pair else "fa.side = 1 AND fb.side = 2"
     for kind, (joins, columns) in queries.items():
         differs = " OR ".join(_distinct(f"la.{c}", f"lb.{c}") for c in columns)
         sql = f"""
@@ -471,9 +511,8 @@ def shared_items(project: Project) -> dict[tuple[int, int], dict[str, int]]:
             SELECT fa.reviewer_id, fb.reviewer_id, COUNT(*),
                    SUM(CASE WHEN {differs} THEN 1 ELSE 0 END)
             FROM firsts fa
-            JOIN firsts fb ON fb.answer_id = fa.answer_id AND fb.side = 2
+            JOIN firsts fb ON fb.answer_id = fa.answer_id AND {sides}
             {joins}
-            WHERE fa.side = 1
             GROUP BY fa.reviewer_id, fb.reviewer_id
         """
         with connection.cursor() as cursor:

@@ -88,5 +88,5 @@ def _quote_and_rationale(pair: ItemPair) -> tuple[str | None, str]:
         return quote, pair.rationale.get("support", "")
     if not pair.paired:
         return quote, (pair.imported.labels.get("note") or "") if pair.imported else ""
-    notes = [pair.a.get("note") or "", pair.b.get("note") or ""]
+    notes = [labels.get("note") or "" for _, labels in pair.sides]
     return quote, " / ".join(dict.fromkeys(n for n in notes if n))

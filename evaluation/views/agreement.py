@@ -104,6 +104,26 @@ def _rows(fields: dict, *, binary: bool = False, identical: bool = False) -> lis
     return rows
 
 
+def _label_set_rows(fields: dict, *, binary: bool = False) -> list[dict]:
+    """Each field's agreement over every label set (present where some answer has more than
+    two): items, raters, Krippendorff's alpha and, for a nominal field, Fleiss' kappa, each
+    with its interval and what makes it undefined. Empty for a project of pairs."""
+    rows = []
+    for name, title in FIELD_TITLES.items():
+        stats = fields.get(name)
+        if stats is None or "alpha" not in stats or (binary and name == "support_binary"):
+            continue
+        rows.append(
+            {
+                "name": name,
+                "title": title,
+                "level": "ordinal" if stats.get("fleiss_n") is None else "nominal",
+                **stats,
+            }
+        )
+    return rows
+
+
 def _kappa_chart(title: str, rows: list[dict]):
     """Each field's kappa with its bootstrap interval on one axis; a field whose kappa cannot
     be read (no item, a reviewer with one label) says why in its place."""
@@ -159,7 +179,13 @@ def agreement(request, project, role):
         rows = _rows(fields, binary=binary, identical=only_identical)
         chart = _kappa_chart(f"Cohen's kappa with 95% intervals, slice {name}", rows)
         slices.append(
-            {"name": name, "rows": rows, "evidence": fields.get("evidence"), "chart": chart}
+            {
+                "name": name,
+                "rows": rows,
+                "evidence": fields.get("evidence"),
+                "chart": chart,
+                "label_sets": _label_set_rows(fields, binary=binary),
+            }
         )
     pairs = [
         {
@@ -176,6 +202,7 @@ def agreement(request, project, role):
             "project": project,
             "role": role,
             "slices": slices,
+            "multi": _multi(report),
             "pairs": pairs,
             "identical_notes": notes,
             "stored": stored,
@@ -201,6 +228,7 @@ def _csv(project, report) -> HttpResponse:
             "top_label",
             "top_label_share",
             "kappa_undefined_reason",
+            *(MULTI_COLUMNS if _multi(report) else ()),
         ]
     )
     scopes = [(name, fields) for name, fields in report["slices"].items()]
@@ -225,8 +253,48 @@ def _csv(project, report) -> HttpResponse:
                     prevalence.get("label", ""),
                     prevalence.get("share", ""),
                     s["kappa_undefined_reason"] or "",
+                    *(_multi_cells(s) if _multi(report) else ()),
                 ]
             )
     response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-agreement.csv"'
     return response
+
+
+# Columns of every label set (more than two on some answer), on the slices' lines; a pair's
+# line leaves them empty.
+MULTI_COLUMNS = (
+    "raters",
+    "alpha_n",
+    "alpha",
+    "alpha_ci95_low",
+    "alpha_ci95_high",
+    "fleiss_n",
+    "fleiss_kappa",
+    "fleiss_ci95_low",
+    "fleiss_ci95_high",
+    "all_agree",
+)
+
+
+def _multi(report) -> bool:
+    return any("alpha" in stats for stats in report["slices"]["all"].values())
+
+
+def _multi_cells(stats: dict) -> list:
+    if "alpha" not in stats:
+        return [""] * len(MULTI_COLUMNS)
+    alpha_ci = stats["alpha_ci95"] or [None, None]
+    fleiss_ci = stats.get("fleiss_ci95") or [None, None]
+    return [
+        stats["raters"],
+        stats["alpha_n"],
+        stats["alpha"],
+        alpha_ci[0],
+        alpha_ci[1],
+        stats.get("fleiss_n", ""),
+        stats.get("fleiss_kappa"),
+        fleiss_ci[0],
+        fleiss_ci[1],
+        stats["all_agree"],
+    ]

@@ -421,16 +421,21 @@ def test_the_gold_page_keeps_its_counts_until_a_decision_changes_them(client, de
 
 def test_a_third_label_set_is_counted_never_dropped_silently(demo, client, lead):
     """Issue #15: a label import during live labelling left answers with three label sets and
-    gold silently dropped the third. With an overlap of 3 that is the design: gold reads the
-    first two, and says how many there are."""
+    gold silently dropped the third. Since issue #32 every label set counts: the answer row
+    says how many there are and carries the third reviewer's labels, pseudonymous."""
     from annotate.members.services import add_member
     from annotate.models import Assignment, Role
 
     third = add_member(project=demo, username="carol3", role=Role.REVIEWER).user
     answer = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline")
-    Assignment.objects.create(project=demo, answer=answer, reviewer=third, status="submitted")
+    Assignment.objects.create(
+        project=demo, answer=answer, reviewer=third, status="submitted", submitted_at=timezone.now()
+    )
     rows = {r["answer_id"]: r for r in gold_rows(demo, item="answer")}
     assert rows["a2-deadline/baseline"]["label_sets"] == 3
+    [third_labels] = rows["a2-deadline/baseline"]["other_reviewers"]
+    assert third_labels["reviewer"] == "R3" and "carol3" not in json.dumps(rows)
+    assert not any("other_reviewers" in r for k, r in rows.items() if k != "a2-deadline/baseline")
     assert {r["label_sets"] for k, r in rows.items() if k != "a2-deadline/baseline"} == {2}
     client.login(username=lead.username, password=PASSWORD)
     page = client.get(reverse("gold", kwargs={"slug": demo.slug})).content.decode()

@@ -275,3 +275,28 @@ def test_at_phone_width_the_gold_choice_stays_on_screen(page, demo, lead):
     label = row.locator("td[data-label='Reviewer A']")
     assert "Reviewer A" in label.evaluate("td => getComputedStyle(td, '::before').content")
     screenshot(page, "adjudication-390")
+
+
+def test_c_takes_the_third_reviewers_value_where_three_labelled(page, lead):
+    """The demo's carol is the third reviewer of a2-deadline/baseline and alone calls its
+    second claim's severity critical: the claim waits for a lead, whose screen has a column
+    and a choice per reviewer; c takes hers, Enter saves."""
+    from annotate.management.commands.load_demo import load
+    from annotate.models import Answer
+
+    demo = load()
+    add_member(project=demo, username=lead.username, role="lead")
+    number = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline").task_number
+    login(page, lead)
+    page.goto(f"/p/{demo.slug}/adjudicate/{number}/")
+    expect(page.get_by_role("columnheader", name="Reviewer C").first).to_be_visible()
+    rows = page.locator("tr.field-row.undecided")
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator("input[value=a]")).to_be_focused()
+    expect(rows.first.locator("td[data-label='Reviewer C']")).to_contain_text("critical")
+    page.keyboard.press("c")
+    expect(rows.first.locator("input[value=c]")).to_be_checked()
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: f"/adjudicate/{number}/" not in url)
+    decision = Decision.objects.get(decided_by=lead, answer__task_number=number)
+    assert (decision.field, decision.value) == ("severity", "critical")

@@ -1,5 +1,7 @@
-"""Load the demo project once: the course-notes bundle, a lead and two reviewers, labelling
-opened, and the reviewers' demo labels, so every page has something real to show."""
+"""Load the demo project once: the course-notes bundle, a lead and three reviewers, labelling
+opened, and the reviewers' demo labels (alice and bob on 40 answers, carol on 12 of them, so
+agreement shows every label set and adjudication three columns), so every page has something
+real to show."""
 
 import os
 from pathlib import Path
@@ -27,6 +29,7 @@ PEOPLE = [
     ("carol", Role.REVIEWER),
 ]
 PASSWORD = "claimdesk-demo"
+DEMO_OVERLAP = 3
 # Decided answers the demo marks as gold checks (the first by answer id), so the Gold page and
 # the adjudication screen show some. The check rate stays 0: the demo's queue is as before.
 DEMO_CHECKS = 4
@@ -104,10 +107,16 @@ def load() -> Project:
     allow_creating_projects(user=lead)
     allow_adding_anyone(user=lead)
     project.guidelines = GUIDELINES
-    project.save(update_fields=["guidelines"])
+    # Three reviewers may label each answer (set while the project is a draft, as the set-up
+    # page does): carol is the third on part of them.
+    project.overlap = DEMO_OVERLAP
+    project.save(update_fields=["guidelines", "overlap"])
     project = open_labelling(project=project)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        import_labels(lines=stream, project=project)
+    # The pairs first, then the third reviewer: label sets are ordered by submission, so carol
+    # is reviewer C wherever she labelled.
+    for name in ("demo_labels.jsonl", "demo_labels_third.jsonl"):
+        with open(FIXTURES / name, "rb") as stream:
+            import_labels(lines=stream, project=project)
     decided = Answer.objects.filter(pk__in=decided_answers(project)).order_by("answer_id")
     checks = list(decided.values_list("answer_id", flat=True)[:DEMO_CHECKS])
     if checks:

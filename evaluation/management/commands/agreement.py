@@ -65,6 +65,8 @@ class Command(BaseCommand):
                     f"  {name:<18}{stats['n']:>6}{_rate(stats['raw_agreement']):>8}{kappa:>8}"
                     f"  {interval:<18}{stats['weighting'] or 'none'}"
                 )
+                if "alpha" in stats:
+                    self.stdout.write(f"  {'':<18}{every_label_set(stats)}")
         imported = report.get("gold_without_second_reviewer") or {}
         if imported.get("answers"):
             sources = ", ".join(f"'{source}'" for source in imported["sources"])
@@ -83,6 +85,28 @@ class Command(BaseCommand):
                 f"\nSmall samples (n < 30; with n = 10 one item moves raw agreement by 10 points): "
                 f"{', '.join(small)}"
             )
+
+
+def every_label_set(stats: dict) -> str:
+    """A field's agreement over every label set (more than two on some answer), in words."""
+
+    def figure(value, ci, reason) -> str:
+        if value is None:
+            return f"undefined ({reason})"
+        return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+    level = "nominal" if "fleiss_n" in stats else "ordinal"
+    words = (
+        f"every label set: {stats['alpha_n']} items, up to {stats['raters']} label sets, "
+        f"alpha ({level}) "
+        + figure(stats["alpha"], stats["alpha_ci95"], stats["alpha_undefined_reason"])
+    )
+    if level == "nominal":
+        fleiss = figure(
+            stats["fleiss_kappa"], stats["fleiss_ci95"], stats["fleiss_undefined_reason"]
+        )
+        words += f", Fleiss' kappa {fleiss} over {stats['fleiss_n']} items"
+    return words + f", all agree on {stats['all_agree']}"
 
 
 def shown_fields(project: Project) -> set[str]:
