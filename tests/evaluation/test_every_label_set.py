@@ -403,8 +403,9 @@ def test_the_adjudication_screen_shows_a_column_per_reviewer_and_takes_cs_value(
 # lock, the release: 4); the answer with its case; its label sets (assignments, claim labels,
 # decisions: 3, whatever the number of reviewers); its claims and their citations (2), the
 # passages, the lock, the decisions' history, the audit trail (assignments' and claims'
-# history, corrections: 3) and the lead's shortcut preference.
-PINNED_SCREEN_QUERIES = 21
+# history, corrections: 3), the lead's shortcut preference and whether the answer is a gold
+# check (annotate.checks: its badge and button).
+PINNED_SCREEN_QUERIES = 22
 
 
 # --- Blinding -----------------------------------------------------------------------------------
