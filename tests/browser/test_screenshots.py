@@ -1,10 +1,10 @@
 """Screenshots of the main screens at a desktop width (1440) and a phone width (390), saved as
 test artifacts (test-artifacts/*.png) for a person to look at: the labelling screen and the
 reviewer's tasks; the adjudication screen and queue, gold, agreement, evaluation (and its
-paired comparison), the judges list and a run's calibration, the members (reviewers) page and
-a docs page. Each shot also checks the one layout rule a picture most often breaks: nothing
-wider than the window; at phone width no table scrolls sideways either (its rows stack), but
-a confusion matrix."""
+paired comparison), the judges list and a run's calibration, the members page, the Reviewers
+page (quality and throughput per reviewer) and a docs page. Each shot also checks the one
+layout rule a picture most often breaks: nothing wider than the window; at phone width no
+table scrolls sideways either (its rows stack), but a confusion matrix."""
 
 from __future__ import annotations
 
@@ -114,7 +114,8 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
             # the run's calibration first: the judges list then shows its headline figures
             ("calibration", f"/p/demo/judges/{run.pk}/"),
             ("judges", "/p/demo/judges/"),
-            ("reviewers", "/p/demo/members/"),
+            ("members", "/p/demo/members/"),
+            ("reviewers", "/p/demo/reviewers/"),
             ("docs", "/docs/bundle-format/"),
         ]
         for name, path in shots:
