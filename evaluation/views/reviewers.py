@@ -133,8 +133,28 @@ def reviewers(request, project, role):
         "csv_query": "?"
         + urlencode({"format": "csv", "sort": ("-" if descending else "") + sort, "field": field}),
         "flagged": [row for row in shown if row["drift"]["flag"]],
+        "undefined_notes": undefined_notes(shown),
     }
     return render_page(request, TEMPLATE, context, partial="reviewers-table")
+
+
+# The undefined rates of a row (report["reviewers"][i]["undefined"]) as the notes name them.
+UNDEFINED_WHAT = {
+    "seconds_per_claim": "seconds per claim",
+    "per_day": "per day",
+    "overruled_share": "share overruled",
+}
+
+
+def undefined_notes(rows: list[dict]) -> list[dict]:
+    """Each reason a rate is undefined, once, with the reviewers it holds for: the table shows
+    a dash, and this list under it says why."""
+    notes: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        for key, reason in (row.get("undefined") or {}).items():
+            if reason and key in UNDEFINED_WHAT:
+                notes.setdefault((UNDEFINED_WHAT[key], reason), []).append(row["username"])
+    return [{"what": what, "reason": reason, "who": who} for (what, reason), who in notes.items()]
 
 
 def _shown(row: dict, field: str, names: list[str]) -> dict:
