@@ -12,6 +12,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotate.common import computed, safe_json
+from annotate.adjudication import reaudit
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
 from annotate.imports.records import quote_occurs
@@ -300,6 +301,13 @@ def adjudicate(
     problems += _rationale_problems(rationale, decisions)
     if problems:
         raise ServiceError(" ".join(problems))
+    # The guidelines the lead decides under, read in this transaction (an edit commits
+    # before or after it, never halfway).
+    guidelines = (
+        Project.objects.filter(pk=answer.project_id)
+        .values_list("guidelines_version", flat=True)
+        .get()
+    )
     Decision.objects.bulk_create(
         Decision(
             answer=answer,
@@ -308,9 +316,13 @@ def adjudicate(
             value=d.value,
             rationale=(d.rationale.strip() or rationale.strip()),
             decided_by=lead,
+            guideline_version=guidelines,
         )
         for d in decisions
     )
+    # A save of a re-opened task answers the re-open, even one that changes no field (the
+    # lead kept every value under the current guidelines).
+    reaudit.close_reopened(answer=answer, version=guidelines)
     lock.version += 1
     lock.save(update_fields=["version"])
     computed.touch(answer.project_id, answers=[answer.pk])

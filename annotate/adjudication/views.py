@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate.adjudication import queue, selectors, services
+from annotate.adjudication import queue, reaudit, selectors, services
 from annotate.adjudication.forms import QueueFilterForm, ResolveFlagForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
@@ -192,7 +192,9 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
             continue
         answer_pk, candidate = upcoming[0]
         answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=[answer_pk])
-        if any(pair.pending for pair in [*answer_pairs, *claim_pairs]):
+        if any(pair.pending for pair in [*answer_pairs, *claim_pairs]) or reaudit.is_reopened(
+            answer_pk
+        ):
             request.session[key] = upcoming
             return candidate
         upcoming.pop(0)  # decided meanwhile, by another lead or in another tab

@@ -201,7 +201,12 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
     with transaction.atomic():
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
+        # Imported label sets count as made under the guidelines current as they are written.
+        guidelines = (
+            Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
+        )
         for item in pending:
+            item.assignment.guideline_version = guidelines
             item.assignment.status = Assignment.Status.SUBMITTED
             item.assignment.submitted_at = now
             item.assignment.revision = 1

@@ -16,6 +16,7 @@ from annotate.labelling.services import flag_task
 from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, Project, Role, WebhookDelivery
 from annotate.projects.opening import open_labelling
+from annotate.projects.services import update_guidelines
 from annotate.webhooks.services import EVENTS, register_endpoint
 from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
@@ -33,8 +34,7 @@ def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
     for person in (reviewer_a, reviewer_b, outsider):
         add_member(project=project, username=person.username, role=Role.REVIEWER)
     add_member(project=project, username=lead.username, role=Role.LEAD)
-    project.guidelines = "Label what the passages permit."
-    project.save(update_fields=["guidelines"])
+    project = update_guidelines(project=project, guidelines="Label what the passages permit.")
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)

@@ -14,7 +14,7 @@ from annotate.imports.lines import BundleInvalid
 from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.projects.services import allow_creating_projects
+from annotate.projects.services import allow_creating_projects, update_guidelines
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 SLUG = "demo"
@@ -98,8 +98,7 @@ def load() -> Project:
     lead = project.memberships.get(user__username=DEMO_LEAD).user
     allow_creating_projects(user=lead)
     allow_adding_anyone(user=lead)
-    project.guidelines = GUIDELINES
-    project.save(update_fields=["guidelines"])
+    project = update_guidelines(project=project, guidelines=GUIDELINES, author=lead)
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
