@@ -14,6 +14,7 @@ from annotate.adjudication import queue, reaudit, selectors, services
 from annotate.adjudication.forms import QueueFilterForm, ResolveFlagForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
+from annotate.common.pages import render_page
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
@@ -311,3 +312,57 @@ def _rationales(screen, request=None) -> dict[str, str]:
         else:
             out[key] = item.rationale
     return out
+
+
+# --- Re-audit after a guidelines change --------------------------------------------------------
+
+REAUDIT_PAGE = 50
+
+
+@require_http_methods(["GET"])
+@project_view(Role.LEAD)
+def reaudit_page(request, project, role):
+    """The gold decided under older guidelines than the current version, oldest version
+    first, a page at a time, each with keep and re-open."""
+    found = reaudit.reaudit_list(project)
+    pager = paginate(found.rows, request.GET, per_page=REAUDIT_PAGE)
+    context = {
+        "project": project,
+        "role": role,
+        "current": "guidelines",
+        "reaudit": found,
+        "pager": pager,
+    }
+    return render_page(request, "annotate/lead/reaudit.html", context, partial="reaudit-table")
+
+
+REAUDIT_DONE = {
+    "keep": "Task {number}: its gold stands under guidelines v{version}.",
+    "reopen": "Task {number} is back in the adjudication queue.",
+}
+
+
+@require_POST
+@project_view(Role.LEAD)
+def reaudit_action(request, project, role, number):
+    """Keep or re-open one task's gold, then back to the list (the same page of it)."""
+    action = request.POST.get("action", "")
+    answer = selectors.answer_by_task_number(project, number)
+    if answer is None:
+        raise Http404("Not found")
+    act = {"keep": reaudit.keep_decision, "reopen": reaudit.reopen_decision}.get(action)
+    if act is None:
+        messages.error(request, "Choose keep or re-open.")
+    else:
+        try:
+            done = act(project=project, answer=answer, lead=request.user)
+        except ServiceError as exc:
+            messages.error(request, f"Task {number}: {exc}")
+        else:
+            done_text = REAUDIT_DONE[action]
+            messages.success(
+                request, done_text.format(number=number, version=done.guideline_version)
+            )
+    page = request.POST.get("page", "")
+    query = f"?page={page}" if page.isascii() and page.isdigit() and len(page) < 6 else ""
+    return redirect(reverse("reaudit", args=[project.slug]) + query)
