@@ -146,11 +146,8 @@ class EvidenceSets:
 
 
 def _first_two_sql(guideline_version: int | None = None) -> str:
-    """Each answer's first two submitted assignments, numbered 1 and 2; with a
-    `guideline_version`, of the label sets made under that version only (agreement per
-    version is agreement over those label sets, nothing else changes). The version is
-    written into the statement as an integer (int() of it), so every statement keeps its
-    parameters as they are."""
+    """Each answer's first two submitted assignments, numbered 1 and 2; with `guideline_version`,
+    of those made under it only (an int() in the SQL: every caller's parameters stay)."""
     assignment = Assignment._meta.db_table
     version = "" if guideline_version is None else f"AND guideline_version = {int(guideline_version)}"
     return f"""
