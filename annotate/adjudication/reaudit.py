@@ -128,7 +128,10 @@ def reaudit_list(project: Project, *, reports: computed.Reports | None = None) -
         "pk", "task_number", "case__question"
     )
     found.rows = sorted(
-        (ReauditRow(pk, number, question, state[pk], older[pk]) for pk, number, question in questions),
+        (
+            ReauditRow(pk, number, question, state[pk], older[pk])
+            for pk, number, question in questions
+        ),
         key=lambda row: (row.version, row.task_number or 0),
     )
     return found

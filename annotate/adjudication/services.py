@@ -11,8 +11,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from annotate.common import computed, safe_json
 from annotate.adjudication import reaudit
+from annotate.common import computed, safe_json
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
 from annotate.imports.records import quote_occurs

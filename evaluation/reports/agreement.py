@@ -149,7 +149,9 @@ def _first_two_sql(guideline_version: int | None = None) -> str:
     """Each answer's first two submitted assignments, numbered 1 and 2; with `guideline_version`,
     of those made under it only (an int() in the SQL: every caller's parameters stay)."""
     assignment = Assignment._meta.db_table
-    version = "" if guideline_version is None else f"AND guideline_version = {int(guideline_version)}"
+    version = (
+        "" if guideline_version is None else f"AND guideline_version = {int(guideline_version)}"
+    )
     return f"""
         SELECT id, answer_id, reviewer_id,
                ROW_NUMBER() OVER (PARTITION BY answer_id ORDER BY submitted_at, id) AS side
@@ -346,7 +348,9 @@ def _is_empty(column: str, empty: str) -> str:
     return f"{column} = '{empty}'"
 
 
-def aligned_answers(project: Project, *, guideline_version: int | None = None) -> dict[str, Aligned]:
+def aligned_answers(
+    project: Project, *, guideline_version: int | None = None
+) -> dict[str, Aligned]:
     """Answer-level fields of the project's schema, aligned. One query. Abstention counts only
     answers that declined (where both reviewers gave a verdict). `guideline_version`: the
     label sets made under it only."""
