@@ -287,6 +287,13 @@ def adjudicate(
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
+    # The guidelines the lead decides under, read before any row is locked (as label imports
+    # read them: see import_labels).
+    guidelines = (
+        Project.objects.filter(pk=answer.project_id)
+        .values_list("guidelines_version", flat=True)
+        .get()
+    )
     lock = start_adjudication(answer=answer, lead=lead)  # NotYetAdjudicable: not yet
     if lock is None:
         raise ServiceError("This task does not hold two submitted label sets: nothing to decide.")
@@ -301,13 +308,6 @@ def adjudicate(
     problems += _rationale_problems(rationale, decisions)
     if problems:
         raise ServiceError(" ".join(problems))
-    # The guidelines the lead decides under, read in this transaction (an edit commits
-    # before or after it, never halfway).
-    guidelines = (
-        Project.objects.filter(pk=answer.project_id)
-        .values_list("guidelines_version", flat=True)
-        .get()
-    )
     Decision.objects.bulk_create(
         Decision(
             answer=answer,

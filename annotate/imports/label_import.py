@@ -198,13 +198,16 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
     _SECRET_RANDOM.shuffle(pending)
     if progress:
         progress("writing", 0)
+    # Imported label sets count as made under the guidelines current as they are written: read
+    # before the transaction, since a read of the project's row among its locks (the answers',
+    # then the project's own in computed.touch) made it deadlock with a submission on
+    # PostgreSQL (tests/annotate/test_concurrency_scenario.py).
+    guidelines = (
+        Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
+    )
     with transaction.atomic():
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
-        # Imported label sets count as made under the guidelines current as they are written.
-        guidelines = (
-            Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
-        )
         for item in pending:
             item.assignment.guideline_version = guidelines
             item.assignment.status = Assignment.Status.SUBMITTED
