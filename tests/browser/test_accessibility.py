@@ -38,6 +38,10 @@ def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
+    # A second version after the labels: the re-audit page has gold to list.
+    project = update_guidelines(
+        project=project, guidelines="Label what the passages permit. Dates must match."
+    )
     with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
         import_judge_run(lines=stream, project=project, user=lead)
     return project
@@ -149,10 +153,12 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/setup/",
         "/p/demo/members/",
         "/p/demo/guidelines/",
+        "/p/demo/guidelines/reaudit/",
         "/p/demo/upload/",
         "/p/demo/claims/",
         f"/p/demo/claims/{answer.pk}/",
         "/p/demo/agreement/",
+        "/p/demo/agreement/?guideline_version=1",
         "/p/demo/adjudicate/",
         "/p/demo/gold/",
         "/p/demo/evaluation/?a=baseline&b=verifier",
