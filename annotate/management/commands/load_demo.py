@@ -42,6 +42,15 @@ Scored apart from correctness.
 Abstention: appropriate when the passages shown cannot support an answer; unnecessary when
 they can, whatever the notes might contain elsewhere.
 """
+# The rule the lead adds once the two reviewers' labels are in: the demo's guidelines are at v2,
+# its labels and gold at v1, so the re-audit page and agreement per version have data.
+GUIDELINES_V2 = (
+    GUIDELINES
+    + """
+Dates and deadlines: supported only when the passage gives the same day; a week or a month
+that contains it is insufficient evidence.
+"""
+)
 
 
 class Command(BaseCommand):
@@ -102,4 +111,4 @@ def load() -> Project:
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
-    return project
+    return update_guidelines(project=project, guidelines=GUIDELINES_V2, author=lead)
