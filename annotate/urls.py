@@ -43,6 +43,11 @@ urlpatterns = [
     path("p/<slug:slug>/guidelines/", projects.guidelines, name="guidelines"),
     path("p/<slug:slug>/guidelines/reaudit/", adjudication.reaudit_page, name="reaudit"),
     path(
+        "p/<slug:slug>/guidelines/reaudit/keep/",
+        adjudication.reaudit_keep_all,
+        name="reaudit_keep_all",
+    ),
+    path(
         "p/<slug:slug>/guidelines/reaudit/<int:number>/",
         adjudication.reaudit_action,
         name="reaudit_action",

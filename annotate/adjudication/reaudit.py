@@ -192,6 +192,26 @@ def keep_decision(*, project: Project, answer: Answer, lead) -> Reaudit:
 
 
 @transaction.atomic
+def keep_all(*, project: Project, lead, decided_under: int) -> int:
+    """keep_decision for every answer on the re-audit list whose gold was decided under
+    version `decided_under`: a lead who has read the change and finds it moves none of them.
+    Returns how many were kept. One insert."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    listed = [row.answer_pk for row in reaudit_list(project).rows if row.version == decided_under]
+    Reaudit.objects.bulk_create(
+        Reaudit(
+            project=project,
+            answer_id=pk,
+            action=Reaudit.Action.KEEP,
+            guideline_version=project.guidelines_version,
+            created_by=lead,
+        )
+        for pk in listed
+    )
+    return len(listed)
+
+
+@transaction.atomic
 def reopen_decision(*, project: Project, answer: Answer, lead) -> Reaudit:
     """Put `answer` back in the adjudication queue (adjudication.queue reads the open
     re-opens) until a lead saves its adjudication again; its gold stands meanwhile. Moves the

@@ -366,3 +366,21 @@ def reaudit_action(request, project, role, number):
     page = request.POST.get("page", "")
     query = f"?page={page}" if page.isascii() and page.isdigit() and len(page) < 6 else ""
     return redirect(reverse("reaudit", args=[project.slug]) + query)
+
+
+@require_POST
+@project_view(Role.LEAD)
+def reaudit_keep_all(request, project, role):
+    """Keep every listed answer decided under one older version."""
+    raw = request.POST.get("decided_under", "")
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+        messages.error(request, "Choose which version's gold to keep.")
+    else:
+        kept = reaudit.keep_all(project=project, lead=request.user, decided_under=int(raw))
+        under = f"v{raw}" if int(raw) else "no guidelines"
+        messages.success(
+            request,
+            f"Kept {kept} answer{'' if kept == 1 else 's'} decided under {under}: "
+            f"{'it stands' if kept == 1 else 'they stand'} under v{project.guidelines_version}.",
+        )
+    return redirect("reaudit", slug=project.slug)

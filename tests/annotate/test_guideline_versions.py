@@ -432,6 +432,8 @@ def test_only_a_lead_edits_the_guidelines_or_sees_the_reaudit_list(versioned, cl
     assert client.get(reverse("reaudit", kwargs={"slug": "demo"})).status_code == 404
     action = reverse("reaudit_action", kwargs={"slug": "demo", "number": number})
     assert client.post(action, {"action": "reopen"}).status_code == 404
+    keep_all = reverse("reaudit_keep_all", kwargs={"slug": "demo"})
+    assert client.post(keep_all, {"decided_under": "1"}).status_code == 404
     assert GuidelineVersion.objects.filter(project=versioned).count() == 2
     assert not Reaudit.objects.exists()
     versioned.refresh_from_db()
@@ -479,3 +481,21 @@ def test_the_migration_makes_version_1_from_the_text_each_project_has(
     assert set(Decision.objects.values_list("guideline_version", flat=True)) == {1}
     assert not GuidelineVersion.objects.filter(project=small_project).exists()
     assert Project.objects.get(pk=small_project.pk).guidelines_version == 0
+
+
+def test_keep_all_keeps_every_listed_answer_of_one_version_and_nothing_else(
+    versioned, lead, client
+):
+    listed = reaudit.reaudit_list(versioned)
+    assert listed.versions == [(1, len(listed.rows))]
+    reopened = Answer.objects.get(pk=listed.rows[0].answer_pk)
+    reaudit.reopen_decision(project=versioned, answer=reopened, lead=lead)
+    url = reverse("reaudit_keep_all", kwargs={"slug": "demo"})
+    page = _login(client, lead).post(url, {"decided_under": "1"}, follow=True).content.decode()
+    kept = len(listed.rows) - 1
+    assert f"Kept {kept} answers decided under v1: they stand under v2." in page
+    after = reaudit.reaudit_list(versioned)
+    assert not after.rows and after.kept == kept and after.reopened == 1
+    keeps = Reaudit.objects.filter(action="keep")
+    assert set(keeps.values_list("answer_id", flat=True)) == {r.answer_pk for r in listed.rows[1:]}
+    assert set(keeps.values_list("guideline_version", flat=True)) == {2}
