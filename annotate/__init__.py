@@ -12,6 +12,8 @@ selectors (reads), views and forms, and its package docstring names its modules:
 - adjudication/: the adjudication queue and screen, a lead's decisions
 - gold/: gold derived from the pairs and imported gold, the gold page and export (JSONL, CSV,
   Parquet)
+- checks/: gold checks: decided answers a lead marks, served by the queue at the check rate
+  like any task, their label sets compared with gold (never part of agreement or gold)
 - releases/: the gold set frozen under a name (release_gold), its dataset card, its Hugging Face
   dataset folder and its diff (diff_gold)
 - members/: who is in a project in which role, API tokens, the locked-out login page

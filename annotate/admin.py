@@ -28,18 +28,26 @@ class RevisionAdmin(admin.ModelAdmin):
         for pk in sorted(p for p in projects if p is not None):
             computed.touch(pk, content=True, answers=computed.ALL)
 
+    def _lock(self, projects) -> None:
+        # Before the edited rows are written: computed.lock says why.
+        for pk in sorted(p for p in projects if p is not None):
+            computed.lock(pk)
+
     def save_model(self, request, obj, form, change):
         before = self._projects(type(obj).objects.filter(pk=obj.pk)) if change else set()
+        self._lock(before)
         super().save_model(request, obj, form, change)
         self._touch(before | self._projects(type(obj).objects.filter(pk=obj.pk)))
 
     def delete_model(self, request, obj):
         projects = self._projects(type(obj).objects.filter(pk=obj.pk))
+        self._lock(projects)
         super().delete_model(request, obj)
         self._touch(projects)
 
     def delete_queryset(self, request, queryset):
         projects = self._projects(queryset)
+        self._lock(projects)
         super().delete_queryset(request, queryset)
         self._touch(projects)
 
@@ -165,10 +173,17 @@ class ClaimLabelInline(admin.TabularInline):
 
 @admin.register(models.Assignment)
 class AssignmentAdmin(RevisionHistoryAdmin):  # "History": who changed what
-    list_display = ["project", "answer", "reviewer", "status", "revision", "taken_at"]
-    list_filter = ["project", "status"]
+    list_display = ["project", "answer", "reviewer", "status", "is_check", "revision", "taken_at"]
+    list_filter = ["project", "status", "is_check"]
     raw_id_fields = ["answer", "reviewer"]
     inlines = [ClaimLabelInline]
+
+
+@admin.register(models.GoldCheck)
+class GoldCheckAdmin(RevisionAdmin):
+    list_display = ["answer", "project", "marked_by", "marked_at"]
+    list_filter = ["project"]
+    raw_id_fields = ["answer", "marked_by"]
 
 
 @admin.register(models.ClaimLabel)

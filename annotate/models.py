@@ -15,6 +15,7 @@ against this one module, and the capabilities' folders (see annotate/__init__.py
 """
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -93,6 +94,14 @@ class Project(KeepsRevisions):
     # (not the labels): what reads no label is kept while reviewers label.
     revision = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
     content_revision = models.PositiveBigIntegerField(default=0, db_default=0, editable=False)
+    # Gold checks (annotate.checks): the probability that the queue gives a reviewer a check
+    # (a decided answer a lead marked) in place of a new answer. 0 is off.
+    check_rate = models.FloatField(
+        default=0,
+        db_default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Share of tasks served as gold checks, 0 (off) to 1.",
+    )
 
     objects = ProjectQuerySet.as_manager()
     # The audit trail: who changed the schema, guidelines, overlap or state, and when.
@@ -100,7 +109,12 @@ class Project(KeepsRevisions):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(overlap__gte=1), name="overlap_gte_1")]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="overlap_gte_1"),
+            models.CheckConstraint(
+                condition=Q(check_rate__gte=0) & Q(check_rate__lte=1), name="check_rate_0_to_1"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -527,12 +541,18 @@ class Assignment(models.Model):
     # undo window on it has closed: no label changes after a lead has read it, and a refused
     # undo depends on the reviewer's own submission time alone.
     undo_until = models.DateTimeField(null=True, blank=True)
+    # A gold check served by the queue (annotate.checks): the reviewer labels a decided answer
+    # as any task; the label set is read only against gold (reviewer accuracy), never by
+    # agreement, gold, adjudication or calibration. Only lead-side code reads this flag;
+    # nothing a reviewer can reach shows it. A database default too: bulk writes (COPY) name
+    # their columns, and those written before checks existed leave it out.
+    is_check = models.BooleanField(default=False, db_default=False)
 
     objects = AssignmentQuerySet.as_manager()
     # Status changes (taken, submitted, reopened, released) and imported label sets. A draft
     # save touches the assignment every few seconds; services.labelling skips those (the
     # submitted labels themselves are kept as LabelRevision snapshots).
-    history = HistoricalRecords(excluded_fields=["touched_at", "seconds_spent"])
+    history = HistoricalRecords(excluded_fields=["touched_at", "seconds_spent", "is_check"])
 
     class Meta:
         ordering = ["project_id", "reviewer_id", "taken_at"]
@@ -741,6 +761,31 @@ class Flag(models.Model):
 
     def __str__(self) -> str:
         return f"flag {self.reason} on {self.answer_id}"
+
+
+class GoldCheck(models.Model):
+    """A decided answer (agreed or adjudicated gold, annotate.gold) a lead marked as a check:
+    the queue serves it to reviewers who never labelled it, at the project's check rate, and
+    their labels are compared with its gold (annotate.checks). One row per answer; unmarking
+    deletes it (label sets already made on it stay check label sets)."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="gold_checks", db_index=False
+    )
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="gold_checks")
+    marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    marked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_id", "marked_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "answer"], name="one_check_per_answer")
+        ]
+
+    def __str__(self) -> str:
+        return f"gold check {self.answer_id}"
 
 
 class AdjudicationLock(models.Model):

@@ -14,10 +14,12 @@ PAIR_SHARES = "pair-shares"
 PAIR_SUMMARY = "pair-summary"
 IMPORTED_ALONE = "imported-alone"
 BLINDING = "blinding-check"
+DECIDED_ANSWERS = "decided-answers"  # the answers a lead may mark as gold checks
 
 computed.register(QUEUE)
 computed.register(QUEUE_DECIDED)
 computed.register(PAIR_SUMMARY)
+computed.register(DECIDED_ANSWERS)
 computed.register(IMPORTED_ALONE)
 # Each share carries its answer's revision, checked answer by answer.
 computed.register(PAIR_SHARES, scope=computed.ANSWER)

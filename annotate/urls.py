@@ -3,6 +3,7 @@
 from django.urls import path
 
 from annotate.adjudication import views as adjudication
+from annotate.checks import views as checks
 from annotate.common import docs_views
 from annotate.gold import views as gold
 from annotate.imports import views as imports
@@ -75,6 +76,10 @@ urlpatterns = [
         releases.release_download,
         name="release_download",
     ),
+    path("p/<slug:slug>/checks/mark/", checks.mark, name="checks_mark"),
+    path("p/<slug:slug>/checks/unmark/", checks.unmark, name="checks_unmark"),
+    path("p/<slug:slug>/checks/import/", checks.import_file, name="checks_import"),
+    path("p/<slug:slug>/checks/rate/", checks.rate, name="checks_rate"),
     path("p/<slug:slug>/webhooks/", webhooks.webhooks, name="webhooks"),
     path("p/<slug:slug>/webhooks/<int:pk>/", webhooks.webhook_edit, name="webhook_edit"),
 ]

@@ -20,9 +20,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evaluation.calibration import ppi_mean  # noqa: E402
 from evaluation.estimators import ppi_plus_plus  # noqa: E402
-from evaluation.sampling_design import plan_budget, planner_curve  # noqa: E402
+from evaluation.sampling_design import (  # noqa: E402
+    draw_sample,
+    inclusion_probabilities,
+    plan_budget,
+    planner_curve,
+)
 from tests.evaluation.calibration_world import (  # noqa: E402
     demo_shaped,
+    draw_truth,
     judged_sample,
     make_world,
     pilot_gold,
@@ -98,6 +104,43 @@ def planner_error() -> None:
         print(f"gold of {size:4} answers (20 golds): {summary}")
 
 
+def planner_from_own_sample() -> None:
+    """As test_planner_learns_from_the_team_s_own_calibration_sample: plan from one labelled
+    sample of B = 300 (weighted 1/π, and unweighted for contrast), 40 samples."""
+    world = make_world(0)
+    frame = world.frame_confidences()
+    realised = {
+        d: replicate(world, design=d, budget=BUDGET, reps=REPS, seed=4).mean_half_width
+        for d in ("uniform", "active")
+    }
+    print(f"\n== the planner learning from the team's own sample of B = {BUDGET} (40 samples) ==")
+    for pilot_design in ("uniform", "active"):
+        pi = inclusion_probabilities(design=pilot_design, budget=BUDGET, frame=frame).pi
+        rows: dict[str, list[float]] = {"uniform": [], "active": [], "uniform, unweighted": []}
+        for pilot in range(40):
+            residuals, _ = draw_truth(world, np.random.default_rng(100 + pilot), 1)
+            drawn = np.flatnonzero(draw_sample(pi, seed=200 + pilot))
+            gold = {
+                "frame": frame,
+                "gold_residuals": residuals[0, drawn].tolist(),
+                "gold_confidences": [frame[i] for i in drawn],
+                "budgets": [BUDGET],
+            }
+            (point,) = planner_curve(**gold, gold_pi=pi[drawn].tolist())
+            (plain,) = planner_curve(**gold)
+            rows["uniform"].append(point.uniform / realised["uniform"] - 1)
+            rows["active"].append(point.active / realised["active"] - 1)
+            rows["uniform, unweighted"].append(plain.uniform / realised["uniform"] - 1)
+        print(
+            f"{pilot_design} sample: "
+            + "  ".join(
+                f"{name}: mean error {np.mean(e):+.1%}, "
+                f"within ±15% {np.mean(np.abs(e) <= 0.15):.0%}"
+                for name, e in rows.items()
+            )
+        )
+
+
 def ppi_widths() -> None:
     print("\n== PPI++ (ppi_py, tuned lambda) against classic PPI (evaluation.calibration) ==")
     data_sets = {
@@ -122,4 +165,5 @@ def ppi_widths() -> None:
 if __name__ == "__main__":
     coverage_and_widths()
     planner_error()
+    planner_from_own_sample()
     ppi_widths()

@@ -10,9 +10,10 @@ is dropped and re-created; its name must contain 'bench'.)
 
 What runs, per phase (`both`: the database backend for the first half of the minutes, then
 RQ on a redis-server of the soak's own, on a free port, in its own directory):
-- two gunicorn servers (2 workers x 4 threads, DEBUG off) on ports the OS assigns, and
-  `manage.py worker`, each in a session of its own; a supervisor thread restarts the worker a
-  few seconds after it exits, whoever ended it, as systemd or docker's restart policy would;
+- two gunicorn servers (2 workers x 4 threads, DEBUG off, --keep-alive 75) on ports the OS
+  assigns, and `manage.py worker`, each in a session of its own; a supervisor thread
+  restarts the worker a few seconds after it exits, whoever ended it, as systemd or docker's
+  restart policy would;
 - reviewers with API tokens, each request sent to the next server in turn (no sticky
   sessions): take the next task, draft each claim (sometimes twice) and the answer with the
   `version` read, submit; now and then skip a task, or reopen (undo) one just submitted,
@@ -100,6 +101,7 @@ class Call:
     error: str
     start: float
     end: float
+    server: str = ""  # the app server's port, to find the request in that server's log
 
 
 @dataclass
@@ -171,19 +173,21 @@ class Api:
         ambiguous = False
         while True:
             start = now()
+            server = self.servers.next()
+            port = server.rsplit(":", 1)[-1]
             try:
                 response = self.http.request(
                     method,
-                    self.servers.next() + path,
+                    server + path,
                     timeout=90,
                     allow_redirects=False,
                     **kwargs,
                 )
             except requests.RequestException as exc:
-                self.record.call(kind, None, why_unanswered(exc), start, now())
+                self.record.call(kind, None, why_unanswered(exc), start, now(), port)
                 response, wait = None, 1.0
             else:
-                self.record.call(kind, response.status_code, "", start, now())
+                self.record.call(kind, response.status_code, "", start, now(), port)
                 if response.status_code < 500:
                     return response, ambiguous
                 wait = _retry_after(response)
@@ -342,9 +346,16 @@ class Processes:
     """The app servers, the worker (with its supervisor) and, for RQ, Redis, of one phase."""
 
     def __init__(
-        self, run_dir: Path, env: dict[str, str], record: Record, restart_delay: float, phase: str
+        self,
+        run_dir: Path,
+        env: dict[str, str],
+        record: Record,
+        restart_delay: float,
+        phase: str,
+        keep_alive: float | None = None,  # None: gunicorn's own
     ):
         self.phase = phase
+        self.keep_alive = keep_alive
         self.run_dir = run_dir
         self.env = env
         self.record = record
@@ -413,6 +424,11 @@ class Processes:
                             *(sys.executable, "-m", "gunicorn", "config.wsgi"),
                             *("--bind", f"fd://{listener.fileno()}"),
                             *("--workers", "2", "--threads", "4", "--timeout", "120"),
+                            *(
+                                ("--keep-alive", f"{self.keep_alive:g}")
+                                if self.keep_alive is not None
+                                else ()
+                            ),
                         ],
                         cwd=ROOT,
                         env=env,
@@ -966,7 +982,7 @@ def run_phase(backend, args, url, people, run_dir, record, reviewers, lead_api, 
         "CLAIMDESK_LOGIN_FAILURE_LIMIT": "1000",
         "CLAIMDESK_TOKEN_FAILURE_LIMIT": "1000",
     }
-    processes = Processes(run_dir, env, record, args.restart_delay, backend)
+    processes = Processes(run_dir, env, record, args.restart_delay, backend, args.keep_alive)
     if backend == "rq":
         processes.start_redis()
         env["REDIS_URL"] = f"redis://127.0.0.1:{processes.redis_port}/0"
@@ -1223,6 +1239,14 @@ def report(record: Record, phases, jobs, violations, reviewers, lead, args) -> d
     for (status, error, kind, window), n in sorted(five.items()):
         where = "OUTSIDE fault windows" if window == "outside" else f"in a {window} window"
         out.append(f"  {n:>5} x {status} {error} on {kind}, {where}")
+    outside = [
+        c for c in record.calls if (c.status is None or c.status >= 500) and not record.in_window(c)
+    ]
+    for c in outside[:20]:
+        out.append(
+            f"  outside: {c.start:7.1f}-{c.end:.1f} s on :{c.server} {c.kind} "
+            f"{c.status or 'no answer'} {c.error}"
+        )
     outside_5xx = sum(n for (s, _, _, w), n in five.items() if w == "outside" and s != "no answer")
     inside_not_503 = sum(
         n for (s, _, _, w), n in five.items() if w != "outside" and s not in ("503", "no answer")
@@ -1325,6 +1349,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-down", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=33)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--logs", type=Path, help="keep the servers', worker's and Redis' logs in this folder"
+    )
+    parser.add_argument(
+        "--keep-alive",
+        type=float,
+        default=75.0,
+        help="gunicorn's --keep-alive: seconds an idle connection is kept. Above the reviewers' "
+        "pauses, as a balancer's upstream idle timeout is set below its servers'; at "
+        "gunicorn's own 2 s, a server closes a connection as a reviewer reuses it and the "
+        "request gets no answer (10 of 42,321 in one run)",
+    )
     args = parser.parse_args(argv)
     if args.reviewers < 1 or args.minutes <= 0:
         parser.error("--reviewers and --minutes must be positive")
@@ -1345,9 +1381,13 @@ def main(argv: list[str] | None = None) -> int:
     lead_api = Api(people.lead, servers, record, stop_all)
     lead = Lead(lead_api, record, args, random.Random(rng.random()))
     phases = []
-    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+    with (
+        contextlib.nullcontext(str(args.logs))
+        if args.logs
+        else tempfile.TemporaryDirectory(prefix="soak-")
+    ) as tmp:
         run_dir = Path(tmp)
-        (run_dir / "var").mkdir()
+        (run_dir / "var").mkdir(parents=True)
         backends = ["db", "rq"] if args.backend == "both" else [args.backend]
         try:
             for backend in backends:

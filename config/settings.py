@@ -353,7 +353,6 @@ CLAIMDESK_GOLD_STREAM_MAX_ROWS = int(os.environ.get("CLAIMDESK_GOLD_STREAM_MAX_R
 # Reports (agreement, evaluation, calibration) are stored per project revision
 # (annotate.common.computed). The first one of a project with a gold set up to this size is
 # computed in the request; a larger one by a worker while the page waits.
-CLAIMDESK_REPORT_INLINE_MAX_ROWS = int(os.environ.get("CLAIMDESK_REPORT_INLINE_MAX_ROWS", "20000"))
 # Who may create projects: staff and users with the "Can add project" permission
 # (annotate.add_project), or every signed-in user when this is on (annotate.projects.access).
 CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS = env_bool("CLAIMDESK_ANYONE_CAN_CREATE_PROJECTS")

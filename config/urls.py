@@ -22,6 +22,9 @@ urlpatterns = [
     path(
         "p/<slug:slug>/agreement/", lazy("evaluation.views.agreement.agreement"), name="agreement"
     ),
+    path(
+        "p/<slug:slug>/reviewers/", lazy("evaluation.views.reviewers.reviewers"), name="reviewers"
+    ),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judges.urls")),
     path("account/token/", token_views.tokens, name="api_token"),

@@ -37,14 +37,24 @@ from evaluation.judges.samples import (
     design_estimates,
     designs_of,
     draw_sample,
+    newest_sample,
     sample_rows,
 )
 from evaluation.models import CalibrationDesign, JudgeRun
-from evaluation.report_kinds import AGREEMENT, CALIBRATION, EVALUATION, agreement_key
+from evaluation.report_kinds import (
+    AGREEMENT,
+    CALIBRATION,
+    CALIBRATION_PLAN,
+    EVALUATION,
+    REVIEWERS,
+    agreement_key,
+)
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
 from evaluation.reports.evaluation import evaluate
 from evaluation.reports.limits import variant_limits
+from evaluation.reports.plan_gate_params import check_half_width, plan_key
+from evaluation.reports.strata import BY, with_strata
 from jobs.models import Job
 from jobs.serializers import ACCEPTED_202
 
@@ -204,6 +214,49 @@ class JudgeRunImportSerializer(serializers.Serializer):
 
 class CalibrationQuerySerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=SPLITS, required=False, default=DEFAULT_SPLIT)
+    by = serializers.ChoiceField(
+        choices=BY,
+        required=False,
+        help_text="Strata: PPI++ per slice (answerable, unanswerable, adversarial) or per "
+        "variant, and the stratified estimate, as `by`, `strata` and `stratified`.",
+    )
+
+
+class PlanGateQuerySerializer(serializers.Serializer):
+    """The budget planner's and the judge gate's query parameters (SPEC "Budget planner",
+    "Judge gate"), as `calibration --plan WIDTH --min-kappa K --baseline NAME`."""
+
+    plan = serializers.FloatField(
+        required=False,
+        help_text="Budget planner: a 95% half-width in (0, 1), e.g. 0.05. The response then "
+        "carries `plan`.",
+    )
+    min_kappa = serializers.FloatField(
+        required=False,
+        min_value=-1,
+        max_value=1,
+        help_text="Judge gate: fails when the lower end of the judge's 95% kappa interval is "
+        "under this bound. The response then carries `gate: {passed, reasons, …}`.",
+    )
+    baseline = serializers.CharField(
+        required=False,
+        help_text="Judge gate: the name of another judge run of the project; fails too when "
+        "an exact McNemar test on the gold items both scored finds this judge worse at 5%. "
+        "Needs min_kappa.",
+    )
+
+    def validate_plan(self, value: float) -> float:
+        try:
+            return check_half_width(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate(self, data: dict) -> dict:
+        if "baseline" in data and "min_kappa" not in data:
+            raise serializers.ValidationError(
+                {"baseline": ["The baseline is part of the judge gate: give min_kappa too."]}
+            )
+        return data
 
 
 class RoganGladenSerializer(serializers.Serializer):
@@ -221,9 +274,16 @@ class RoganGladenSerializer(serializers.Serializer):
         help_text="Percentile bootstrap over the n gold items and the target, seeded.",
     )
     clipped = serializers.BooleanField(
-        required=False, help_text="True when the formula's value left [0, 1]."
+        required=False,
+        help_text="True when the formula's value or an end of its bootstrap interval left [0, 1].",
     )
     unclipped = serializers.FloatField(required=False, help_text="The formula's own value.")
+    unclipped_ci95 = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        required=False,
+        help_text="The bootstrap interval of the formula's own values, before clipping.",
+    )
     youden = serializers.FloatField(required=False, help_text="TPR + TNR − 1 on the gold items.")
     youden_ci95 = serializers.ListField(
         child=serializers.FloatField(),
@@ -234,10 +294,51 @@ class RoganGladenSerializer(serializers.Serializer):
     skipped = serializers.IntegerField(required=False)
 
 
-class PPISerializer(serializers.Serializer):
-    refused = serializers.CharField(required=False)
-    estimate = serializers.FloatField(required=False)
-    ci95 = serializers.ListField(child=serializers.FloatField(), required=False)
+class UnclippedSerializer(serializers.Serializer):
+    estimate = serializers.FloatField()
+    ci95 = serializers.ListField(child=serializers.FloatField())
+
+
+class ShareSerializer(serializers.Serializer):
+    """A share's estimate with its 95% interval, clipped to [0, 1] and saying so."""
+
+    refused = serializers.CharField(required=False, help_text="Present instead, saying why.")
+    estimate = serializers.FloatField(required=False, allow_null=True, help_text="In [0, 1].")
+    ci95 = serializers.ListField(
+        child=serializers.FloatField(), required=False, allow_null=True, help_text="In [0, 1]."
+    )
+    clipped = serializers.BooleanField(
+        required=False, help_text="True when the estimate or an end of its interval left [0, 1]."
+    )
+    unclipped = UnclippedSerializer(
+        required=False, help_text="Present when clipped: the estimate and interval before."
+    )
+
+
+class PPISerializer(ShareSerializer):
+    """Classic PPI: θ ± 1.96 standard errors, sample variances."""
+
+
+# `lambda` is the SPEC's key and a Python keyword: the class is built with it as a field.
+PPIPlusPlusSerializer = type(ShareSerializer)(
+    "PPIPlusPlusSerializer",
+    (ShareSerializer,),
+    {
+        "__module__": __name__,
+        "__doc__": "PPI++ (ppi_py, lam=None, alpha=0.05): the headline corrected share.",
+        "lambda": serializers.FloatField(
+            required=False, help_text="The power-tuning λ: 0 the gold-only mean, 1 classic PPI."
+        ),
+        "n": serializers.IntegerField(required=False, help_text="Gold items."),
+        "target_n": serializers.IntegerField(required=False, help_text="Target claims."),
+    },
+)
+
+
+class StratumSerializer(ShareSerializer):
+    name = serializers.CharField(help_text="The slice or the variant.")
+    n = serializers.IntegerField(help_text="Gold items in the stratum.")
+    target_n = serializers.IntegerField(help_text="Target claims in the stratum (N_h).")
 
 
 class CorrectedSerializer(serializers.Serializer):
@@ -246,8 +347,14 @@ class CorrectedSerializer(serializers.Serializer):
     excluded = serializers.DictField(child=serializers.IntegerField())
     provisional = serializers.BooleanField()
     provisional_reason = serializers.CharField(allow_null=True)
-    rogan_gladen = RoganGladenSerializer()
+    ppi_plus_plus = PPIPlusPlusSerializer()
     ppi = PPISerializer()
+    rogan_gladen = RoganGladenSerializer()
+    three_way = serializers.DictField(
+        required=False,
+        help_text="Three-way projects only: contradicted and insufficient_evidence, each "
+        "a PPI++ share as ppi_plus_plus is (the mean of its indicator); or refused.",
+    )
 
 
 class CalibrationSerializer(serializers.Serializer):
@@ -271,6 +378,30 @@ class CalibrationSerializer(serializers.Serializer):
     confusion = serializers.DictField(help_text="labels; matrix rows gold, columns judge.")
     corrected = CorrectedSerializer()
     disagreements = serializers.ListField(child=serializers.DictField())
+    strata_by = serializers.DictField(
+        help_text="slice and variant: each {strata, stratified} as `by` gives them."
+    )
+    by = serializers.CharField(required=False, help_text="The strata asked for (`?by=`).")
+    strata = StratumSerializer(
+        many=True, required=False, help_text="With `?by=`: PPI++ within each stratum."
+    )
+    stratified = ShareSerializer(
+        required=False, help_text="With `?by=`: Σ w_h θ_h, w_h = N_h / N, Var Σ w_h² Var_h."
+    )
+    plan = serializers.DictField(
+        required=False,
+        help_text="With ?plan=WIDTH: half_width, uniform and active ({answers, claims, "
+        "expected_half_width, expected_ci95, planned} or null), active_unavailable, "
+        "planned_sample (the newest calibration sample), current (today's estimate and "
+        "half-width: the newest sample's design estimate, else PPI++), curve (expected "
+        "half-width against answers labelled), refused (why no plan, or null).",
+    )
+    gate = serializers.DictField(
+        required=False,
+        help_text="With ?min_kappa=K[&baseline=NAME]: passed, reasons (one per check), "
+        "summary, min_kappa, kappa_lower, kappa_scale, baseline ({judge, scale, items, "
+        "candidate_only, baseline_only, p_value, worse} or null).",
+    )
 
 
 # --- Views -----------------------------------------------------------------------------------
@@ -326,6 +457,40 @@ class Agreement(LeadView):
         if "slice" in filters:  # a copy: the stored result is shared with other readers
             report = {**report, "slices": {filters["slice"]: report["slices"][filters["slice"]]}}
         return with_freshness(Response(report), stored)
+
+
+class ReviewersSerializer(serializers.Serializer):
+    project = serializers.SlugField()
+    fields = serializers.ListField(
+        child=serializers.CharField(), help_text="The fields of kappa and check accuracy."
+    )
+    target_error_rate = serializers.FloatField(help_text="The drift chart's reference rate.")
+    drift_design = serializers.DictField(
+        help_text="reference_rate, detects_rate and in_control_run_length (checks)."
+    )
+    reviewers = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per reviewer: username, tasks, seconds_per_claim {median, p90, n}, per_day, "
+        "overruled_share (with overruled and adjudicated_fields), checks {n, accuracy {FIELD: "
+        "{value, ci95, n, correct, kappa, kappa_ci95}}}, drift {flag, checks}, kappa_with "
+        "{USERNAME: {FIELD: {n, kappa, ci95 ...}}}; undefined names the reason of each null rate.",
+    )
+
+
+class Reviewers(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Per reviewer: operations, accuracy on gold checks, drift, kappa with co-reviewers",
+        description="The `reviewers --json` report, read from the one stored for the labels as "
+        "they are (headers Report-Computed-At and Report-Current); 202 while a worker computes "
+        "the first one of a large project.",
+        responses=responses({200: ReviewersSerializer, 202: BEING_COMPUTED_202}),
+    )
+    def get(self, request, slug):
+        stored = computed.read(self.project, REVIEWERS)
+        if stored.pending:
+            return being_computed()
+        return with_freshness(Response(stored.result), stored)
 
 
 class Evaluation(LeadView):
@@ -539,16 +704,52 @@ class Calibration(JudgeRunView):
         description="Read from the report stored for the labels as they are (headers "
         "Report-Computed-At and Report-Current say how fresh it is); 202 while a worker "
         "computes the first one of a large project.",
-        parameters=[RUN_ID, CalibrationQuerySerializer],
+        parameters=[RUN_ID, CalibrationQuerySerializer, PlanGateQuerySerializer],
         responses=responses({200: CalibrationSerializer, 202: BEING_COMPUTED_202}, r400=ERROR_400),
     )
     def get(self, request, slug, run_id):
         filters = query(CalibrationQuerySerializer, request)
+        extras = query(PlanGateQuerySerializer, request)
         run = self.run(run_id)
         stored = computed.read(self.project, CALIBRATION, f"{run.pk}:{filters['split']}")
         if stored.pending:
             return being_computed()
-        return with_freshness(Response(stored.result), stored)
+        report = with_strata(stored.result, filters.get("by"))
+        result = plan_and_gate(self.project, run, report, extras)
+        if result is None:
+            return being_computed()
+        return with_freshness(Response(result), stored)
+
+
+def plan_and_gate(project, run: JudgeRun, report: dict, extras: dict) -> dict | None:
+    """The calibration report with `plan` (stored, as the run's page reads it) and `gate`
+    (computed here: a comparison with the baseline) when asked; None while a worker computes
+    the plan."""
+    if "plan" in extras:
+        key = plan_key(run.pk, report["split"], extras["plan"], newest_sample(run))
+        stored_plan = computed.read(project, CALIBRATION_PLAN, key)
+        if stored_plan.pending:
+            return None
+        report = {**report, "plan": stored_plan.result}
+    if "min_kappa" in extras:
+        # late import: heavy library (memory) -- numpy and scipy, through the comparison
+        from evaluation.reports.judge_gate import gate_report
+
+        baseline = None
+        if "baseline" in extras:
+            baseline = (
+                JudgeRun.objects.filter(project=project, name=extras["baseline"])
+                .exclude(pk=run.pk)
+                .first()
+            )
+            if baseline is None:
+                raise ValidationError(
+                    {"baseline": [f"No other judge run named {extras['baseline']!r}."]}
+                )
+            baseline.project = project
+        gate = gate_report(run=run, report=report, min_kappa=extras["min_kappa"], baseline=baseline)
+        report = {**report, "gate": gate}
+    return report
 
 
 # --- Calibration samples ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from annotate.schema import support_binary
 from evaluation.agreement import SUPPORT, Weighting, cohen_kappa
+from evaluation.intervals import clip_share, share_dict
 
 UNSUPPORTED = ("contradicted", "insufficient_evidence", "unsupported")
 Z_95 = 1.96  # as written in SPEC.md, so reports can be checked by hand
@@ -243,7 +244,8 @@ def rogan_gladen(p_obs: float, tpr: float | None, tnr: float | None) -> float:
 class RoganGladenInterval:
     estimate: float  # clipped to [0, 1]
     unclipped: float  # the formula's value; differs from estimate exactly when clipped
-    ci95: tuple[float, float] | None
+    ci95: tuple[float, float] | None  # percentiles of the replicates clipped to [0, 1]
+    ci95_unclipped: tuple[float, float] | None  # the same percentiles of the formula's values
     p_obs: float
     tpr: float
     tnr: float
@@ -257,6 +259,13 @@ class RoganGladenInterval:
     @property
     def clipped(self) -> bool:
         return self.unclipped != self.estimate
+
+    @property
+    def interval_clipped(self) -> bool:
+        """Whether an end of the formula's bootstrap interval left [0, 1]."""
+        return self.ci95_unclipped is not None and (
+            self.ci95_unclipped[0] < 0.0 or self.ci95_unclipped[1] > 1.0
+        )
 
 
 def _percentiles(values: np.ndarray) -> tuple[float, float] | None:
@@ -324,7 +333,8 @@ def rogan_gladen_interval(
         tpr = draws[:, 0] / pos
         tnr = draws[:, 3] / neg
         youden_star = tpr + tnr - 1.0
-        theta = np.clip((p_star + tnr - 1.0) / youden_star, 0.0, 1.0)
+        theta_unclipped = (p_star + tnr - 1.0) / youden_star
+        theta = np.clip(theta_unclipped, 0.0, 1.0)
 
     youden_ci95 = _percentiles(youden_star[both_classes])
     if youden_ci95 is None:
@@ -346,6 +356,7 @@ def rogan_gladen_interval(
         estimate=float(np.clip(unclipped, 0.0, 1.0)),
         unclipped=unclipped,
         ci95=_percentiles(theta[valid]),
+        ci95_unclipped=_percentiles(theta_unclipped[valid]),
         p_obs=p_obs,
         tpr=float(rates.tpr),
         tnr=float(rates.tnr),
@@ -409,7 +420,13 @@ def corrected_estimates(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The ``corrected`` block of ``calibration --json``; a refused method says why instead."""
+    """The ``corrected`` block of ``calibration --json``; a refused method says why instead.
+
+    Every share is shown in [0, 1] and says when it was clipped there: Rogan–Gladen's
+    ``clipped`` is True when its estimate or an end of its bootstrap interval left [0, 1]
+    (``unclipped`` is the formula's value, ``unclipped_ci95`` the interval's own ends); classic
+    PPI's interval is clipped as ``evaluation.intervals.clip_share`` does, its unclipped
+    estimate and ends kept under ``unclipped``."""
     target = _as_bool(target_judge_pos, "target_judge_pos")
     result: dict[str, Any] = {
         "target_n": int(target.size),
@@ -421,8 +438,9 @@ def corrected_estimates(
             "estimate": rg.estimate,
             "ci95": list(rg.ci95) if rg.ci95 is not None else None,
             # A share the formula put outside [0, 1] is shown at the edge, and says so.
-            "clipped": rg.clipped,
+            "clipped": rg.clipped or rg.interval_clipped,
             "unclipped": rg.unclipped,
+            "unclipped_ci95": list(rg.ci95_unclipped) if rg.ci95_unclipped is not None else None,
             "youden": rg.youden,
             "youden_ci95": list(rg.youden_ci95),
             "n_boot": rg.n_boot,
@@ -432,7 +450,7 @@ def corrected_estimates(
         result["rogan_gladen"] = {"refused": str(refusal), **refusal.details}
     try:
         ppi = ppi_mean(target, judge_pos_on_gold, gold_pos)
-        result["ppi"] = {"estimate": ppi.estimate, "ci95": list(ppi.ci95)}
+        result["ppi"] = share_dict(clip_share(ppi.estimate, *ppi.ci95))
     except CalibrationRefused as refusal:
         result["ppi"] = {"refused": str(refusal), **refusal.details}
     return result

@@ -26,6 +26,11 @@ from scipy.stats import binomtest, norm
 
 from evaluation.agreement import SUPPORT
 from evaluation.calibration import CalibrationRefused, _as_bool
+from evaluation.intervals import ClippedShare, clip_share, share_dict
+
+# The clipping lives in evaluation.intervals (evaluation.calibration clips classic PPI with it,
+# and cannot import this module); evaluation.sampling_design imports it from here by this name.
+_share_dict = share_dict
 
 ALPHA = 0.05
 # ppi_py's normal interval uses the exact quantile, not SPEC's rounded 1.96: the strata invert
@@ -33,52 +38,6 @@ ALPHA = 0.05
 Z_PPI = float(norm.ppf(1.0 - ALPHA / 2.0))
 MIN_ITEMS = 2  # a sample variance needs two items on each side
 GATE_LEVEL = 0.05
-
-
-# --- Shares are clipped to [0, 1], and say so ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClippedShare:
-    """A share's estimate and 95% interval clipped to [0, 1], the unclipped values kept."""
-
-    estimate: float
-    ci95: tuple[float, float]
-    estimate_unclipped: float
-    ci95_unclipped: tuple[float, float]
-    clipped: bool
-
-
-def clip_share(estimate: float, low: float, high: float) -> ClippedShare:
-    """Clip θ and [low, high] to [0, 1]; ``clipped`` is True when any of the three left it.
-
-    An unbiased estimator of a share can step outside [0, 1] on a small sample; the report shows
-    the clipped numbers (a share cannot be negative) and keeps the unclipped ones as evidence.
-    """
-    values = (float(estimate), float(low), float(high))
-    clipped = any(v < 0.0 or v > 1.0 for v in values)
-    est, lo, hi = (min(1.0, max(0.0, v)) for v in values)
-    return ClippedShare(
-        estimate=est,
-        ci95=(lo, hi),
-        estimate_unclipped=values[0],
-        ci95_unclipped=(values[1], values[2]),
-        clipped=clipped,
-    )
-
-
-def _share_dict(share: ClippedShare) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "estimate": share.estimate,
-        "ci95": list(share.ci95),
-        "clipped": share.clipped,
-    }
-    if share.clipped:
-        out["unclipped"] = {
-            "estimate": share.estimate_unclipped,
-            "ci95": list(share.ci95_unclipped),
-        }
-    return out
 
 
 # --- PPI++ -------------------------------------------------------------------------------------

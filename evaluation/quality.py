@@ -23,10 +23,11 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from evaluation.agreement import FieldAgreement, field_agreement
+from evaluation.agreement import FieldAgreement, Weighting, field_agreement
 from evaluation.intervals import wilson_interval
 
 DEFAULT_TARGET_ERROR_RATE = 0.10
@@ -199,3 +200,89 @@ def drift(errors: Sequence[bool], *, p0: float = DEFAULT_TARGET_ERROR_RATE) -> D
         threshold=design.threshold * unit,
         design=design,
     )
+
+
+# --- One reviewer's checks: accuracy per field and the drift flag ------------------------------
+
+# The field the drift chart watches: support, which every label schema has, one trial per
+# claim of each check in the order the checks were submitted (claims in their order).
+DRIFT_FIELD = "support"
+
+
+@dataclass(frozen=True)
+class CheckLabel:
+    """One label a reviewer gave on a gold check, beside the check's gold label.
+    ``check`` names the check (what the flag lists); ``group`` is its answer: a check's claims
+    are resampled together by the bootstrap. ``correct`` is how the labels compare (as gold
+    compares two reviewers: a set of failure labels, a map of citation verdicts); by default
+    plain equality."""
+
+    check: Hashable
+    field: str
+    given: Any
+    gold: Any
+    group: Hashable
+    correct: bool | None = None
+
+    @property
+    def right(self) -> bool:
+        return self.given == self.gold if self.correct is None else self.correct
+
+
+ACCURACY_ONLY = "not one label from a list (accuracy only)"
+
+
+def reviewer_checks(
+    labels: Sequence[CheckLabel],
+    *,
+    fields: dict[str, tuple[Sequence[Hashable], Weighting] | None],
+    p0: float = DEFAULT_TARGET_ERROR_RATE,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """A reviewer's checks, in the order they were made, as the Reviewers report shows them:
+    ``n`` checks; for each of ``fields`` (name -> (labels, weighting), or None for a field
+    whose value is no single label: citations, failure labels) accuracy with its Wilson
+    interval and, where the field has a label list, kappa against gold with the bootstrap over
+    checks; and the drift chart over DRIFT_FIELD, naming the checks that raised its latest
+    alarm. A label outside its field's list is no item of that field."""
+    accuracy = {}
+    for name, spec in fields.items():
+        items = [x for x in labels if x.field == name]
+        if spec is None:
+            correct = sum(x.right for x in items)
+            interval = wilson_interval(correct, len(items))
+            accuracy[name] = {
+                "n": len(items),
+                "correct": correct,
+                "value": correct / len(items) if items else None,
+                "ci95": list(interval) if interval is not None else None,
+                "kappa": None,
+                "kappa_ci95": None,
+                "kappa_undefined_reason": ACCURACY_ONLY,
+            }
+            continue
+        vocabulary, weights = spec
+        allowed = set(vocabulary)
+        items = [x for x in items if x.given in allowed and x.gold in allowed]
+        result = check_accuracy(
+            [x.given for x in items],
+            [x.gold for x in items],
+            labels=vocabulary,
+            weights=weights,
+            groups=[x.group for x in items],
+            n_boot=n_boot,
+            seed=seed,
+        )
+        accuracy[name] = {
+            **result.as_dict(),
+            "kappa_undefined_reason": result.kappa.kappa_undefined_reason,
+        }
+    watched = [x for x in labels if x.field == DRIFT_FIELD]
+    chart = drift([not x.right for x in watched], p0=p0)
+    named = list(dict.fromkeys(watched[i].check for i in chart.checks))
+    return {
+        "n": len(dict.fromkeys(x.group for x in labels)),
+        "accuracy": accuracy,
+        "drift": {**chart.as_dict(), "checks": named, "trials": len(watched)},
+    }

@@ -10,17 +10,16 @@ shows stored reports must not carry numpy, scipy, scikit-learn and pandas
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from annotate.common import computed
-from annotate.gold.exports import gold_size
 from annotate.models import Project, Variant
 from evaluation.models import JudgeRun
 
 AGREEMENT = "agreement"
 CALIBRATION = "calibration"
+CALIBRATION_PLAN = "calibration-plan"
 EVALUATION = "evaluation"
 COMPARISON = "comparison"
+REVIEWERS = "reviewers"
 
 
 def agreement_key(guideline_version: int | None) -> str:
@@ -36,6 +35,12 @@ def _agreement(project: Project, key: str) -> dict:
     return agreement_report(project, guideline_version=version)
 
 
+def _reviewers(project: Project, key: str) -> dict:
+    from evaluation.reports.reviewers import reviewers_report  # late import: heavy library (memory)
+
+    return reviewers_report(project)
+
+
 def calibration_key(run: JudgeRun, split: str) -> str:
     return f"{run.pk}:{split}"
 
@@ -49,6 +54,17 @@ def _calibration(project: Project, key: str) -> dict:
     run = JudgeRun.objects.select_related("imported_by").get(project=project, pk=int(run_id))
     run.project = project
     return calibration_report(run=run, split=split)
+
+
+def _calibration_plan(project: Project, key: str) -> dict:
+    from evaluation.reports.calibration_plan import (
+        plan_report,
+    )  # late import: heavy library (memory)
+
+    run_id, split, width, _newest_sample = key.split(":")
+    run = JudgeRun.objects.get(project=project, pk=int(run_id))
+    run.project = project
+    return plan_report(run=run, split=split, half_width=float(width))
 
 
 def _evaluation(project: Project, key: str) -> dict:
@@ -100,33 +116,34 @@ def _refresh_evaluation(project: Project, key: str, revision: int) -> None:
         )
 
 
-def small(project: Project) -> bool:
-    """Whether a project's first report is computed in the request: its gold set holds up to
-    CLAIMDESK_REPORT_INLINE_MAX_ROWS rows (two counts)."""
-    return gold_size(project) <= settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS
-
-
-computed.register(
-    AGREEMENT, compute=_agreement, small=small, requires=frozenset({"slices", "pairs"})
-)
+computed.register(AGREEMENT, compute=_agreement, requires=frozenset({"slices", "pairs"}))
 computed.register(
     CALIBRATION,
     compute=_calibration,
-    small=small,
-    requires=frozenset({"binary", "confusion", "disagreements"}),
+    # strata_by: the strata every grouping (--by, the page's selector) reads; a report stored
+    # before them is recomputed, never a KeyError.
+    requires=frozenset({"binary", "confusion", "disagreements", "strata_by"}),
+)
+computed.register(
+    CALIBRATION_PLAN,
+    compute=_calibration_plan,
+    requires=frozenset({"half_width", "uniform", "curve", "current"}),
 )
 computed.register(
     EVALUATION,
     compute=_evaluation,
     refresh=_refresh_evaluation,
-    small=small,
     requires=frozenset({"variants", "ks", "not_available", "latency_histogram"}),
 )
 computed.register(
     COMPARISON,
     compute=_comparison,
-    small=small,
     requires=frozenset({"a", "b", "k", "metrics", "fusion"}),
+)
+computed.register(
+    REVIEWERS,
+    compute=_reviewers,
+    requires=frozenset({"reviewers", "fields", "drift_design"}),
 )
 # What the evaluation page derives in the request from the stored reports.
 for name in ("variant-pks", "answer-pks", "evaluation-tables", "comparison-tables", "charts"):

@@ -146,13 +146,20 @@ def test_the_report_pages_show_stored_reports_without_the_statistics_stack(tmp_p
     from annotate.common import computed
     from annotate.gold.splits import DEFAULT_SPLIT
     from evaluation.judges.runs import import_judge_run
+    from evaluation.reports.plan_gate_params import DEFAULT_HALF_WIDTH, plan_key
     from tests.conftest import FIXTURES, labelled_demo
     from tests.workers import child_env
 
     project = labelled_demo(leads=("lead",))
     with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
         run = import_judge_run(lines=stream, project=project).run
-    stored = {"agreement": "", "evaluation": "", "calibration": f"{run.pk}:{DEFAULT_SPLIT}"}
+    stored = {
+        "agreement": "",
+        "evaluation": "",
+        "calibration": f"{run.pk}:{DEFAULT_SPLIT}",
+        # the run's page shows the budget planner's default plan, a stored report too
+        "calibration-plan": plan_key(run.pk, DEFAULT_SPLIT, DEFAULT_HALF_WIDTH, None),
+    }
     for kind, key in stored.items():
         computed.refresh(project_id=project.pk, kind=kind, key=key)
     urls = {

@@ -66,7 +66,10 @@ def standing_versions(project: Project) -> tuple[dict[int, int], dict[int, str],
     answers re-opened and waiting, the answers kept under the current version) for every
     doubly-labelled answer of the project, settled or not. Three grouped queries."""
     label_sets = (
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        # A gold check's label set is no part of gold (annotate.checks).
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=False
+        )
         .values("answer_id")
         .annotate(n=Count("pk"), oldest=Min("guideline_version"))
         .filter(n__gte=2)

@@ -367,7 +367,11 @@ def doubly_labelled(project: Project) -> bool:
         Answer.objects.filter(project=project)
         .annotate(
             submitted=Count(
-                "assignments", filter=Q(assignments__status=Assignment.Status.SUBMITTED)
+                "assignments",
+                filter=Q(
+                    assignments__status=Assignment.Status.SUBMITTED,
+                    assignments__is_check=False,
+                ),
             )
         )
         .filter(submitted__gte=2)

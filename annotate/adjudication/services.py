@@ -257,10 +257,12 @@ def start_adjudication(*, answer: Answer, lead) -> AdjudicationLock | None:
     lock = AdjudicationLock.objects.filter(answer=answer).first()
     if lock is not None:
         return lock
-    submitted = answer.assignments.filter(status=Assignment.Status.SUBMITTED)
+    # A gold check's label set is no part of what is adjudicated (annotate.checks).
+    pair = answer.assignments.filter(is_check=False)
+    submitted = pair.filter(status=Assignment.Status.SUBMITTED)
     if submitted.count() < 2:
         return None
-    if answer.assignments.filter(status=Assignment.Status.IN_PROGRESS).exists():
+    if pair.filter(status=Assignment.Status.IN_PROGRESS).exists():
         raise StillLabelling()
     undoable = submitted.filter(undo_until__gt=timezone.now()).aggregate(Max("undo_until"))
     if undoable["undo_until__max"] is not None:
@@ -287,8 +289,9 @@ def adjudicate(
     `version` is the lock version the lead's screen was rendered with; if another lead saved
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
-    # The guidelines the lead decides under, read before any row is locked (as label imports
-    # read them: see import_labels).
+    computed.lock(answer.project_id)  # before the answer's row: computed.lock says why
+    # The guidelines the lead decides under, read under the project's lock (an edit commits
+    # before or after this decision, never halfway).
     guidelines = (
         Project.objects.filter(pk=answer.project_id)
         .values_list("guidelines_version", flat=True)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotate.adjudication import queue, reaudit, selectors, services
 from annotate.adjudication.forms import QueueFilterForm, ResolveFlagForm
+from annotate.checks.selectors import is_check
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.pages import render_page
@@ -165,6 +166,7 @@ def adjudicate(request, project, role, number):
             "rationale": request.POST.get("rationale", "") if error else "",
             # The "single-key shortcuts" preference holds here as on the labelling screen.
             "shortcuts": single_key_shortcuts(request.user),
+            "is_check": is_check(project, screen.answer),
         },
         status=status,
     )

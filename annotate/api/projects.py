@@ -29,6 +29,7 @@ from annotate.api.base import (
     upload_file,
 )
 from annotate.api.imports import UPLOAD_HELP, FormatSerializer
+from annotate.checks.services import set_check_rate
 from annotate.common.errors import NotAllowed, ServiceError
 from annotate.models import Membership, Project, Role
 from annotate.projects.creation import SLUG_ERRORS, check_new_slug
@@ -85,6 +86,27 @@ class ProjectSerializer(serializers.Serializer):
     opened_at = serializers.DateTimeField(source="project.opened_at", allow_null=True)
     role = serializers.ChoiceField(choices=Role.choices)
     label_schema = LabelSchemaSerializer(source="project.schema.as_dict", read_only=True)
+    check_rate = serializers.FloatField(
+        source="project.check_rate",
+        required=False,
+        help_text="Leads only: the share of tasks served as gold checks, 0 (off) to 1.",
+    )
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if instance.role != Role.LEAD:
+            # Reviewers are not told that checks exist at all (annotate.checks).
+            data.pop("check_rate", None)
+        return data
+
+
+class ProjectSettingsSerializer(serializers.Serializer):
+    check_rate = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        help_text="The share of tasks the queue serves as gold checks, 0 (off) to 1.",
+    )
 
 
 class ProjectFilterSerializer(serializers.Serializer):
@@ -182,6 +204,28 @@ class ProjectDetail(ProjectView):
     @extend_schema(tags=["projects"], summary="One project", responses=responses(ProjectSerializer))
     def get(self, request, slug):
         membership = Membership(project=self.project, user=request.user, role=self.role)
+        return Response(ProjectSerializer(membership).data)
+
+    @extend_schema(
+        tags=["projects"],
+        summary="Change a project's settings (leads): the check rate",
+        request=ProjectSettingsSerializer,
+        responses=responses(ProjectSerializer, r400=ERROR_400),
+    )
+    def patch(self, request, slug):
+        if self.role != Role.LEAD:
+            raise PermissionDenied("Only a lead of the project changes its settings.")
+        serializer = ProjectSettingsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        project = self.project
+        if "check_rate" in serializer.validated_data:
+            try:
+                project = set_check_rate(
+                    project=project, rate=serializer.validated_data["check_rate"]
+                )
+            except ServiceError as exc:
+                raise ValidationError({"check_rate": [str(exc)]}) from exc
+        membership = Membership(project=project, user=request.user, role=self.role)
         return Response(ProjectSerializer(membership).data)
 
 

@@ -5,6 +5,7 @@ from django.urls import path
 
 from annotate.api import (
     adjudication,
+    checks,
     flags,
     gold,
     imports,
@@ -57,6 +58,9 @@ urlpatterns = [
     path(P + "gold.jsonl", gold.GoldJSONL.as_view(), name="gold-jsonl"),
     path(P + "gold.csv", gold.GoldCSV.as_view(), name="gold-csv"),
     path(P + "gold.parquet", gold.GoldParquet.as_view(), name="gold-parquet"),
+    path(P + "checks/", checks.Checks.as_view(), name="checks"),
+    path(P + "checks/unmark/", checks.Unmark.as_view(), name="checks-unmark"),
+    path(P + "checks/import/", checks.Import.as_view(), name="checks-import"),
     path(P + "releases/", releases.ReleaseList.as_view(), name="releases"),
     path(P + "releases/<str:name>/", releases.ReleaseDetail.as_view(), name="release"),
     path(

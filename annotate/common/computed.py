@@ -23,8 +23,11 @@ the Django admin (annotate.admin.RevisionAdmin). A change made behind the applic
 
 **One read path** (Reports.read): current -> shown; stale -> shown, marked, while one worker
 computes it again (a result of other code, or of a shape this code does not read, is never
-shown); nothing yet -> computed in the request when the project is small (or tasks run in
-process), else a worker is asked and the page waits (pending_answer). A stored result that
+shown); nothing yet -> a worker is asked and the page says it is being computed
+(pending_answer), whatever the project's size: a report computed in the request held the
+first Agreement view of the demo's 60 answers for 12-18 s on a loaded machine, with nothing
+on screen. Only when tasks run in the process (CLAIMDESK_TASKS=immediate) is it computed in
+the request, as there is nobody else to compute it. A stored result that
 lacks a key its kind requires is treated as nothing stored: recomputed, never a KeyError.
 
 **The registry.** Each app declares its kinds in its report_kinds module (found at start-up,
@@ -70,7 +73,7 @@ ANSWER = "answer"
 # PRESENTATION (they show reports and compute none: a change to a page or the API leaves every
 # stored report as it was), and the label schema. A module moved or added under these folders
 # is covered without anyone having to list it.
-COMPUTING = ("evaluation", "annotate/gold")
+COMPUTING = ("evaluation", "annotate/gold", "annotate/checks")
 PRESENTATION = frozenset(
     {
         "evaluation/admin.py",
@@ -88,8 +91,13 @@ PRESENTATION = frozenset(
         # report reads
         "annotate/gold/exports.py",
         "annotate/gold/forms.py",
-        "annotate/gold/selectors.py",
         "annotate/gold/views.py",
+        # (annotate/gold/selectors.py counts: the checks' selectors, which the Reviewers
+        # report computes with, import it)
+        # gold checks: how a check label set compares with gold (selectors) computes; marking
+        # checks and their buttons do not
+        "annotate/checks/forms.py",
+        "annotate/checks/views.py",
     }
 )
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -126,11 +134,28 @@ CODE_VERSION = _code_version()
 ALL = "all"  # touch(answers=ALL): every answer of the project
 
 
+def lock(project: Project | int) -> None:
+    """Take the project's row for the rest of the transaction: the FIRST statement of every
+    write that will touch() the project, before it locks anything else.
+
+    touch() updates the project's row, so every write of a project holds that row until it
+    commits. A write that first locked an answer or a task and then waited for the project's
+    row could meet one that held the project's row and then waited for that answer -- a
+    deadlock PostgreSQL breaks by failing one of them (a reviewer's submit against another's
+    undo on the same answer did, in CI). Taken first, the project's row orders them: the
+    second write waits before it holds anything. FOR NO KEY UPDATE, as the UPDATE itself
+    would take: inserting rows that point to the project (new tasks, labels) is not blocked.
+    One query (a plain read on SQLite, which runs one write at a time anyway)."""
+    pk = project if isinstance(project, int) else project.pk
+    list(Project.objects.select_for_update(no_key=True).filter(pk=pk).order_by().values_list("pk"))
+
+
 def touch(project: Project | int, *, content: bool = False, answers: Iterable[int] | str = ()):
     """Move the project's revision (and its content revision when ``content``, and the
     revision of ``answers``: pks, or ALL): call it inside the transaction of the write, so
     that a report computed before the write commits is stale after it. One UPDATE, two with
-    answers (per 500)."""
+    answers (per 500). A write that locks other rows before this must lock() the project
+    first."""
     pk = project if isinstance(project, int) else project.pk
     moved = {"revision": F("revision") + 1}
     if content:
@@ -164,16 +189,13 @@ class Kind:
     (the worker computes them); the in-memory kinds are computed by their caller.
     ``requires``: the top-level keys of a stored result the pages read (a result without one
     of them is of another shape, and computed again). ``refresh``: what the worker runs
-    instead of compute alone (computing related reports from the same read of the data).
-    ``small(project)``: whether a first computation may run in the request (else a worker's);
-    by default never."""
+    instead of compute alone (computing related reports from the same read of the data)."""
 
     name: str
     scope: str = PROJECT
     compute: Callable[[Project, str], Any] | None = None
     requires: frozenset[str] = field(default_factory=frozenset)
     refresh: Callable[[Project, str, int], None] | None = None
-    small: Callable[[Project], bool] = lambda project: False
 
     @property
     def stored(self) -> bool:
@@ -324,7 +346,7 @@ def read(project: Project, kind_name: str, key: str = "", *, revision: int | Non
             result = None  # stored in a shape this code does not read: as good as nothing
     if result is not None and row.revision == revision:
         return Stored(result, row.computed_at, row.seconds, fresh=True, refreshing=False)
-    if framework.runs_in_process() or (result is None and kind.small(project)):
+    if framework.runs_in_process():
         stored = _compute(project, kind, key, revision, keep=True)
         return Stored(stored.result, stored.computed_at, stored.seconds, True, False)
     asked = _ask_worker(project, kind, key, revision)

@@ -24,6 +24,7 @@ EXAMPLE_BUNDLE = Path(settings.BASE_DIR) / "fixtures" / "small.jsonl"
 DOCS = {
     "bundle-format": "Bundle format",
     "judge-runs": "Model-judge runs",
+    "calibration": "Calibration: labels, planner and gate",
     "gold-export": "Gold export",
     "ragas": "Ragas datasets",
     "api": "REST API",

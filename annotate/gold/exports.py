@@ -133,9 +133,9 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
     """(export id, as-of time). Both derive from the data, never from the clock, so exporting
     twice with nothing changed gives byte-identical files; any new submission, decision or
     import of gold changes both."""
-    labels = Assignment.objects.filter(project=project, status="submitted").aggregate(
-        n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision")
-    )
+    labels = Assignment.objects.filter(
+        project=project, status="submitted", is_check=False
+    ).aggregate(n=Count("pk"), last=Max("submitted_at"), revisions=Max("revision"))
     decisions = Decision.objects.filter(answer__project=project).aggregate(
         n=Count("pk"), last=Max("decided_at")
     )
@@ -146,6 +146,11 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
         n=Count("pk"), last=Max("pk")
     )
     imported_at = GoldImport.objects.filter(project=project).aggregate(last=Max("imported_at"))
+    # Calibration samples: the export carries each sampled answer's design and π. A design is
+    # written whole, once: their count and newest key say which are in.
+    designs = Project.objects.filter(pk=project.pk).aggregate(
+        n=Count("judge_runs__designs"), last=Max("judge_runs__designs__pk")
+    )
     times = [t for t in (labels["last"], decisions["last"], imported_at["last"]) if t is not None]
     as_of = max(times).isoformat() if times else ""
     key = json.dumps(
@@ -161,6 +166,7 @@ def gold_fingerprint(project: Project) -> tuple[str, str]:
             claims["last"],
             as_of,
             *((imported["n"], imported["last"]) if imported["n"] else ()),
+            *(("designs", designs["n"], designs["last"]) if designs["n"] else ()),
         ],
         default=str,
         sort_keys=True,

@@ -187,7 +187,10 @@ def imported_answers(project: Project):
         .annotate(
             n=Count(
                 "answer__assignments",
-                filter=Q(answer__assignments__status=Assignment.Status.SUBMITTED),
+                filter=Q(
+                    answer__assignments__status=Assignment.Status.SUBMITTED,
+                    answer__assignments__is_check=False,
+                ),
             )
         )
         .order_by("answer_id")

@@ -1,7 +1,8 @@
 """Reads that align the two reviewers' labels and derive gold from them.
 
 Nothing here is stored: the pair of an answer is its first two submitted assignments (by
-submission time), a field is `agreed` when both gave the same value, and a lead's latest
+submission time; a gold check's label set is never one, annotate.checks), a field is
+`agreed` when both gave the same value, and a lead's latest
 Decision for that field makes it `adjudicated`. Deriving gold where it is read keeps it right
 when a reviewer reopens a task or a lead changes a decision.
 
@@ -188,7 +189,10 @@ def pairs_for_project(
     gold of each field the project's schema labels. Three queries whatever the size:
     assignments, claim labels, decisions."""
     schema = project.schema
-    submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+    # A gold check's label set is measured against gold, never part of it (annotate.checks).
+    submitted = Assignment.objects.filter(
+        project=project, status=Assignment.Status.SUBMITTED, is_check=False
+    )
     if answer_ids is not None:
         submitted = submitted.filter(answer_id__among=answer_ids)
     by_answer: dict[int, list[dict]] = defaultdict(list)

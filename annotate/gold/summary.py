@@ -60,7 +60,9 @@ def doubly_labelled(project: Project):
     """The answers with two submitted label sets or more, in answer order: rows of
     `answer_id` and `n` (their label sets), grouped by answer; callers pick the columns."""
     return (
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=False
+        )
         .values("answer_id")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
@@ -175,7 +177,9 @@ def label_states(project: Project) -> dict[int, tuple[int, int]]:
     revision (annotate.common.computed.touch), so a share is current while it holds. One
     query, bounded by the project's submitted assignments."""
     rows = (
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=False
+        )
         .values("answer_id", "answer__revision")
         .annotate(n=Count("pk"))
         .filter(n__gte=2)

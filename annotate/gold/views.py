@@ -9,6 +9,8 @@ from django.http import FileResponse, Http404, HttpResponse, StreamingHttpRespon
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from annotate.checks import selectors as check_selectors
+from annotate.checks.forms import CheckFileForm
 from annotate.common.computed import reports_of
 from annotate.common.jsonl import jsonl
 from annotate.common.roles import project_view
@@ -29,11 +31,23 @@ def gold_page(request, project, role):
     return render(request, "annotate/gold.html", gold_page_context(request, project, role))
 
 
-def gold_page_context(request, project, role, *, release_form=None) -> dict:
+# Decided answers listed on the page with a button each; the rest by the bulk action.
+CHECK_CANDIDATES_SHOWN = 20
+
+
+def gold_page_context(request, project, role, *, release_form=None, check_file_form=None) -> dict:
     """The gold page's context; `release_form` is a refused release's form, shown with its
-    errors (annotate.releases.views)."""
+    errors (annotate.releases.views), `check_file_form` a refused check file's
+    (annotate.checks.views)."""
     form = GoldExportForm(request.GET or None)
     reports = reports_of(project)  # the revision read once for both
+    checks = list(check_selectors.checks_of(project))
+    candidates, decided_unmarked = check_selectors.decided_unmarked(
+        project,
+        limit=CHECK_CANDIDATES_SHOWN,
+        marked={check.answer_id for check in checks},
+        reports=reports,
+    )
     return {
         "project": project,
         "role": role,
@@ -50,6 +64,10 @@ def gold_page_context(request, project, role, *, release_form=None) -> dict:
         "written_by_worker": exports.gold_size(project) > settings.CLAIMDESK_GOLD_STREAM_MAX_ROWS,
         "releases": list(releases_of(project)),
         "release_form": release_form or ReleaseForm(),
+        "checks": checks,
+        "check_candidates": candidates,
+        "decided_unmarked": decided_unmarked,
+        "check_file_form": check_file_form or CheckFileForm(),
     }
 
 

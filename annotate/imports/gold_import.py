@@ -266,6 +266,7 @@ def _write(
     time cannot both hold it (one row per answer): the later is refused, nothing written."""
     try:
         with transaction.atomic():
+            computed.lock(project)  # before any other row: computed.lock says why
             gold_import = GoldImport.objects.create(
                 project=project,
                 source=source,

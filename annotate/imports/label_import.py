@@ -179,11 +179,11 @@ class _KnownAnswers(NamedAnswers):
             return found
         self._counted.update(new)
         rows = Assignment.objects.filter(answer__in=new).values_list(
-            "pk", "answer_id", "reviewer_id", "status"
+            "pk", "answer_id", "reviewer_id", "status", "is_check"
         )
-        for pk, answer_pk, reviewer_pk, status in rows:
+        for pk, answer_pk, reviewer_pk, status, is_check in rows:
             self.assignments[(answer_pk, reviewer_pk)] = pk
-            if status != Assignment.Status.RELEASED:
+            if status != Assignment.Status.RELEASED and not is_check:
                 self.holders[answer_pk] += 1
         return found
 
@@ -198,14 +198,13 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
     _SECRET_RANDOM.shuffle(pending)
     if progress:
         progress("writing", 0)
-    # Imported label sets count as made under the guidelines current as they are written: read
-    # before the transaction, since a read of the project's row among its locks (the answers',
-    # then the project's own in computed.touch) made it deadlock with a submission on
-    # PostgreSQL (tests/annotate/test_concurrency_scenario.py).
-    guidelines = (
-        Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
-    )
     with transaction.atomic():
+        computed.lock(project)  # before the answers' rows: computed.lock says why
+        # Imported label sets count as made under the guidelines current as they are written
+        # (read under the project's lock: an edit commits before or after the import).
+        guidelines = (
+            Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
+        )
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
         for item in pending:
@@ -289,10 +288,10 @@ def _recount_under_locks(project: Project, pending: list[_Pending]) -> Counter:
         rows = (
             Assignment.objects.filter(answer_id__in=answer_pks[start : start + 500])
             .exclude(status=Assignment.Status.RELEASED)
-            .values_list("answer_id", "reviewer_id")
+            .values_list("answer_id", "reviewer_id", "is_check")
         )
-        for answer_pk, reviewer_pk in rows:
-            holding[answer_pk] += 1
+        for answer_pk, reviewer_pk, is_check in rows:
+            holding[answer_pk] += not is_check  # a gold check fills no slot
             taken.add((answer_pk, reviewer_pk))
     errors = []
     for item in sorted(pending, key=lambda p: p.line):

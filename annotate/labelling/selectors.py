@@ -297,7 +297,8 @@ def reviewer_progress(user, project: Project) -> Progress:
     open answers, counted from the open-queue index alone (an index-only scan of the answers
     that still have room, the very set next_task walks). What the reviewer can still label is
     the open answers less those they hold or held, since next_task never gives an answer back
-    to a reviewer who took it once."""
+    to a reviewer who took it once, and less the gold checks they took (a check must move the
+    count as a task does: annotate.checks)."""
     user_id = getattr(user, "pk", user)
     Status = Assignment.Status
     in_queue = Q(answer__full=False, answer__queue_key__isnull=False)
@@ -309,6 +310,9 @@ def reviewer_progress(user, project: Project) -> Progress:
         submitted=Count("pk", filter=Q(status=Status.SUBMITTED)),
         in_progress=Count("pk", filter=Q(status=Status.IN_PROGRESS)),
         open_and_mine=Count("pk", filter=in_queue),
+        # A gold check is a decided answer (full, so out of open_and_mine): counted as taken
+        # like any task, so the count drops by one whichever the reviewer took.
+        checks=Count("pk", filter=Q(is_check=True)),
         today=Count("pk", filter=today),
         seconds_today=Sum("seconds_spent", filter=today),
     )
@@ -318,7 +322,7 @@ def reviewer_progress(user, project: Project) -> Progress:
     return Progress(
         submitted=mine["submitted"],
         in_progress=mine["in_progress"],
-        available=max(0, open_answers - mine["open_and_mine"]),
+        available=max(0, open_answers - mine["open_and_mine"] - mine["checks"]),
         today=mine["today"],
         seconds_today=mine["seconds_today"] or 0,
     )

@@ -487,6 +487,7 @@ def validate_submission(assignment: Assignment) -> tuple[list[ClaimLabel], Label
 def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelErrors:
     """Submit when every claim and the answer are labelled; each submission is kept as a
     revision, so a later edit never silently replaces what was submitted before."""
+    computed.lock(assignment.project_id)  # before the task's row: computed.lock says why
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("answer", "project")
@@ -543,6 +544,7 @@ REOPEN_CLOSED = (
 
 @transaction.atomic
 def reopen_task(*, assignment: Assignment) -> Assignment:
+    computed.lock(assignment.project_id)  # before the task's row: computed.lock says why
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("answer")

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotate.adjudication.reaudit import reaudit_list
+from annotate.checks.forms import CheckRateForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
 from annotate.common.pages import go, posted, render_page
@@ -141,6 +142,7 @@ def guidelines(request, project, role):
         "project": project,
         "role": role,
         "form": form,
+        "rate_form": CheckRateForm(initial={"check_rate": project.check_rate}),
         "current": "guidelines",
         "versions": guideline_versions(project),
         # Labels exist only once labelling opens: before that there is nothing to re-audit.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import random
 from datetime import timedelta
 
 from django.conf import settings
@@ -12,7 +13,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotate.common.errors import ServiceError
-from annotate.models import Answer, Assignment, Membership, Project, Role
+from annotate.models import Answer, Assignment, GoldCheck, Membership, Project, Role
 
 # --- The queue ------------------------------------------------------------------------------
 
@@ -37,12 +38,14 @@ def release_abandoned(*, project: Project, now=None) -> int:
     with transaction.atomic():
         # Locked and filtered again: a task touched since is not abandoned any more, and each
         # answer that gets room back is the answer of a task released here.
-        rows = list(stale.select_for_update().values_list("pk", "answer_id"))
-        Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+        rows = list(stale.select_for_update().values_list("pk", "answer_id", "is_check"))
+        Assignment.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(
             status=Assignment.Status.RELEASED, release_reason="abandoned (no activity)"
         )
-        answers = [answer for _, answer in rows]
-        Answer.objects.filter(pk__in=answers, full=True).update(full=False)
+        # A check held no slot of its answer (a decided answer, full): nothing comes free.
+        answers = [answer for _, answer, is_check in rows if not is_check]
+        if answers:
+            Answer.objects.filter(pk__in=answers, full=True).update(full=False)
     return len(rows)
 
 
@@ -59,10 +62,18 @@ def reviewer_offset(project: Project, reviewer) -> float:
     return int.from_bytes(digest.digest()[:8], "big") / 2**64
 
 
-def next_task(*, project: Project, reviewer) -> Assignment | None:
+# Draws whether a task is a check. Unpredictable by default (a reviewer must not be able to
+# tell a check by replaying the draw); tests pass a seeded random.Random to next_task.
+_CHECK_DRAW = random.SystemRandom()
+
+
+def next_task(*, project: Project, reviewer, rng: random.Random | None = None) -> Assignment | None:
     """The reviewer's current task, or a new one: an open answer (fewer than `overlap`
     holders) that this reviewer has never taken, walking the queue from the reviewer's own
-    starting point.
+    starting point. With the project's check rate r, a new task is a gold check instead with
+    probability r (`_take_check`: a marked answer the reviewer never held, never twice), while
+    there are new answers to give at all: an empty queue says so whatever the draw, so the
+    end of the queue tells no check from a task.
 
     Safe under concurrency and never empty while capacity exists: the reviewer's membership
     row is locked first (one request per reviewer at a time), then a window of candidate
@@ -92,6 +103,11 @@ def next_task(*, project: Project, reviewer) -> Assignment | None:
         open_answers = Answer.objects.filter(
             project=project, full=False, queue_key__isnull=False
         ).exclude(Exists(mine))
+        # The draw costs no query, so a project without checks reads exactly as before.
+        if project.check_rate > 0 and (rng or _CHECK_DRAW).random() < project.check_rate:
+            check = _take_check(project, reviewer, open_answers, rng or _CHECK_DRAW)
+            if check is not None:
+                return check
         for _ in range(5):
             candidates = _window(open_answers, offset, skip_locked=True)
             if not candidates:
@@ -101,7 +117,8 @@ def next_task(*, project: Project, reviewer) -> Assignment | None:
                 # one. The row may come back full and so not at all; then look again.
                 candidates = _window(open_answers, offset, skip_locked=False, size=1)
             for answer in candidates:
-                holders = answer.assignments.holding().count()
+                # A check is labelled beside the answer's slots, never in one.
+                holders = answer.assignments.holding().filter(is_check=False).count()
                 if holders < project.overlap:
                     taken = Assignment.objects.create(
                         project=project, answer=answer, reviewer=reviewer
@@ -112,6 +129,27 @@ def next_task(*, project: Project, reviewer) -> Assignment | None:
                 # The flag was behind the count (an import, an admin's edit): repair it.
                 Answer.objects.filter(pk=answer.pk).update(full=True)
     return None
+
+
+def _take_check(project: Project, reviewer, open_answers, rng: random.Random):
+    """A gold check for the reviewer, as an assignment like any other (flagged `is_check`,
+    which only lead-side reads look at): one of the project's checks the reviewer never held
+    in any way (labelled, skipped or abandoned), drawn at random. None when there is none
+    left, or when there is no new answer either (then the queue is empty for the reviewer,
+    as it would be without checks). Runs under the reviewer's membership lock, so one
+    reviewer never takes the same check twice; the unique (answer, reviewer) row holds it."""
+    held = Assignment.objects.filter(answer=OuterRef("answer_id"), reviewer=reviewer)
+    eligible = list(
+        GoldCheck.objects.filter(project=project)
+        .exclude(Exists(held))
+        .order_by("answer_id")
+        .values_list("answer_id", flat=True)
+    )
+    if not eligible or not open_answers.exists():
+        return None
+    return Assignment.objects.create(
+        project=project, answer_id=rng.choice(eligible), reviewer=reviewer, is_check=True
+    )
 
 
 def _window(open_answers, offset: float, *, skip_locked: bool, size: int = WINDOW) -> list:
@@ -152,5 +190,6 @@ def release_task(*, assignment: Assignment, reason: str) -> Assignment:
     assignment.status = Assignment.Status.RELEASED
     assignment.release_reason = reason.strip()
     assignment.save(update_fields=["status", "release_reason"])
-    Answer.objects.filter(pk=assignment.answer_id, full=True).update(full=False)
+    if not assignment.is_check:  # a check held no slot of its answer
+        Answer.objects.filter(pk=assignment.answer_id, full=True).update(full=False)
     return assignment

@@ -56,6 +56,21 @@ class SplitForm(forms.Form):
         return DEFAULT_SPLIT
 
 
+class StrataForm(forms.Form):
+    """The run page's strata selector (`?by=slice|variant`); by default no strata are shown."""
+
+    by = forms.ChoiceField(
+        choices=[("", "none"), ("slice", "slice"), ("variant", "variant")],
+        required=False,
+        label="Strata by",
+    )
+
+    def chosen(self) -> str | None:
+        if self.is_valid() and self.cleaned_data["by"]:
+            return self.cleaned_data["by"]
+        return None
+
+
 class CompareForm(SplitForm):
     a = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), label="Run A")
     b = forms.ModelChoiceField(queryset=JudgeRun.objects.none(), label="Run B")

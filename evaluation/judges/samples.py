@@ -31,6 +31,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef
 
+from annotate.common import computed
 from annotate.common.errors import ServiceError
 from annotate.gold.imported import gold_in_chunks
 from annotate.models import Answer, Assignment, ImportedGold, Project
@@ -130,6 +131,9 @@ def draw_sample(
             "Labelling is not open in this project yet: a calibration sample goes to the "
             "reviewers' queue, and the queue's order is drawn when labelling opens."
         )
+    # The project's row first (computed.lock): the answers' rows are locked below, to move
+    # them to the front, and the revision moves with the design (what reads it is stale).
+    computed.lock(project)
     frame = frame_of(run)
     try:
         plan = sampling_design.inclusion_probabilities(
@@ -162,6 +166,7 @@ def draw_sample(
     ]
     CalibrationSample.objects.bulk_create(sampled, batch_size=BATCH)
     to_front([row.answer_id for row in sampled])
+    computed.touch(project)
     return created
 
 
@@ -199,6 +204,16 @@ def designs_of(run: JudgeRun) -> list[CalibrationDesign]:
     for design in designs:  # already loaded: saves the estimate and the page their queries
         design.run, design.project = run, run.project
     return designs
+
+
+def newest_sample(run: JudgeRun) -> int | None:
+    """The id of the run's newest calibration sample, or None: one query."""
+    return (
+        CalibrationDesign.objects.filter(run=run)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 @dataclass

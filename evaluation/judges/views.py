@@ -26,11 +26,13 @@ from annotate.common.roles import project_view
 from annotate.models import Answer, Role
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
-from evaluation.judges.list_views import CompareForm, SampleForm, SplitForm
+from evaluation.judges.list_views import CompareForm, SampleForm, SplitForm, StrataForm
+from evaluation.judges.plan_gate import plan_and_gate
 from evaluation.judges.samples import design_estimates, designs_of
 from evaluation.models import JudgeRun
 from evaluation.report_kinds import CALIBRATION
 from evaluation.reports import charts
+from evaluation.reports.strata import with_strata
 from evaluation.reports.tables import csv_value
 from evaluation.views.agreement import short_label
 
@@ -149,6 +151,20 @@ def calibration_charts(report: dict) -> dict:
     }
 
 
+def strata_table(report: dict, by: str | None) -> dict | None:
+    """The strata of one grouping as the page's table shows them: each stratum with its
+    weight w_h = N_h / N beside its counts, and the stratified estimate; None when none is
+    chosen."""
+    if by is None:
+        return None
+    block = report["strata_by"][by]
+    total = sum(row["target_n"] for row in block["strata"])
+    rows = [
+        {**row, "weight": row["target_n"] / total if total else None} for row in block["strata"]
+    ]
+    return {"by": by, "rows": rows, "stratified": block["stratified"], "target_n": total}
+
+
 # The run page's per-item tables: shown a page at a time, filterable, in full as CSV.
 ITEMS_PER_PAGE = 50
 PROBLEM_KINDS = (
@@ -231,6 +247,7 @@ def judge_run(request, project, role, run_pk):
     run = _run_or_404(project, run_pk)
     split_form = SplitForm(request.GET or None)
     split = split_form.chosen_split()
+    strata_form = StrataForm(request.GET or None)
     stored = _calibration(project, run, split)
     answer = computed.pending_answer(
         request,
@@ -275,15 +292,20 @@ def judge_run(request, project, role, run_pk):
         else None,
         "per_label": report["per_label"],
         "charts": calibration_charts(report),
+        "strata_form": strata_form,
+        "strata": strata_table(report, strata_form.chosen()),
         "settings_json": json.dumps(run.settings, ensure_ascii=False, sort_keys=True),
         "disagreements": disagreements,
         "problems": problems,
         "csv_query": f"?split={split}&format=csv&table=",
     }
     target = request.htmx.target if request.htmx else None
-    if target in ("disagreements-section", "problems-section"):
+    if target in ("disagreements-section", "problems-section", "strata-section"):
         partial = target.removesuffix("-section")
+        # The split switch in the page's head keeps the strata chosen here (out of band).
+        context["strata_oob"] = partial == "strata"
         return render(request, f"evaluation/judge_run.html#{partial}", context)
+    context.update(plan_and_gate(request, project=project, run=run, report=report))
     if request.htmx:
         return render(request, "evaluation/judge_run.html#report", context)
     # The calibration samples: one query when there is none; their estimates are computed
@@ -327,7 +349,8 @@ def judge_run_json(request, project, role, run_pk):
         response = JsonResponse({"detail": "Being computed: ask again in a moment."}, status=202)
         response["Retry-After"] = "3"
         return response
-    return JsonResponse(stored.result, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    result = with_strata(stored.result, StrataForm(request.GET or None).chosen())
+    return JsonResponse(result, json_dumps_params={"ensure_ascii": False, "indent": 2})
 
 
 def _calibration(project, run: JudgeRun, split: str) -> computed.Stored:

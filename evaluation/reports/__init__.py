@@ -19,6 +19,9 @@ The judge reports:
 - judge_comparison: two runs on the same items (compare_runs)
 - few_shot: few-shot examples from the judge_dev split (few_shot_examples)
 - answer_detail: one answer as a run and gold see it (answer_detail)
+- calibration_plan: the budget planner of a run (plan_report), a stored report
+- judge_gate: the judge gate's verdict (gate_report)
+- plan_gate_params: their inputs checked, and the stored plan's key (no statistics import)
 
-And charts: the reports' SVG charts (bar, stage, latency, interval, heatmap).
+And charts: the reports' SVG charts (bar, stage, latency, interval, heatmap, half-width curve).
 """

@@ -146,8 +146,9 @@ class EvidenceSets:
 
 
 def _first_two_sql(guideline_version: int | None = None) -> str:
-    """Each answer's first two submitted assignments, numbered 1 and 2; with `guideline_version`,
-    of those made under it only (an int() in the SQL: every caller's parameters stay)."""
+    """Each answer's first two submitted assignments, numbered 1 and 2; a gold check's label
+    set is never one (annotate.checks). With `guideline_version`, of those made under it only
+    (an int() in the SQL: every caller's parameters stay)."""
     assignment = Assignment._meta.db_table
     version = (
         "" if guideline_version is None else f"AND guideline_version = {int(guideline_version)}"
@@ -156,7 +157,7 @@ def _first_two_sql(guideline_version: int | None = None) -> str:
         SELECT id, answer_id, reviewer_id,
                ROW_NUMBER() OVER (PARTITION BY answer_id ORDER BY submitted_at, id) AS side
         FROM "{assignment}"
-        WHERE project_id = %s AND status = 'submitted' {version}
+        WHERE project_id = %s AND status = 'submitted' AND NOT is_check {version}
     """
 
 

@@ -58,6 +58,7 @@ from evaluation.calibration import (
 )
 from evaluation.judges.runs import same_model
 from evaluation.models import JudgeRun
+from evaluation.reports import corrections
 from evaluation.reports.judge_gold import (
     MALFORMED,
     OK,
@@ -239,19 +240,30 @@ def calibration_report(
     kappa_ci = _judge_kappa_ci(scored, scale, n_boot=min(n_boot, 1000), seed=seed)
     binary_kappa_ci = _judge_kappa_ci(scored, "binary", n_boot=min(n_boot, 1000), seed=seed)
 
-    target = [verdicts.claims[pk].label for pk in sorted(chosen.target)]
-    corrected = corrected_estimates(
-        unsupported_indicator(binary_gold),
-        unsupported_indicator(binary_judge),
-        unsupported_indicator(target),
-        n_boot=n_boot,
-        seed=seed,
-    )
+    target_pks = sorted(chosen.target)
+    target = [verdicts.claims[pk].label for pk in target_pks]
+    corrected = _corrected(scored, target, n_boot=n_boot, seed=seed)
+    if not project.schema.binary:
+        # The shares of contradicted and of insufficient_evidence, over the gold items whose
+        # subtype is decided; refused, saying why, for a judge that answered 'unsupported'.
+        corrected["three_way"] = corrections.three_way(
+            list(zip(*_on_scale(scored, "three_way"), strict=True)), target, undefined=undefined
+        )
     corrected.update(
         excluded=dict(chosen.excluded),
         disputes_pending=chosen.disputes,
         provisional=chosen.provisional,
         provisional_reason=chosen.provisional_reason,
+    )
+    strata = corrections.strata_by(
+        [
+            (s.claim.answer, s.gold_binary == UNSUPPORTED, s.judge_binary == UNSUPPORTED)
+            for s in scored
+        ],
+        [
+            (gold.claims[pk].answer, support_binary(label) == UNSUPPORTED)
+            for pk, label in zip(target_pks, target, strict=True)
+        ],
     )
     n = rates.n
     urls = _answer_urls(project.slug, run.pk)  # reversed once for every item's link
@@ -315,6 +327,7 @@ def calibration_report(
             if g is not None and g != j
         ],
         "corrected": corrected,
+        "strata_by": strata,
         "bias": _bias(gold, verdicts, scored, evidence=project.schema.claim("evidence")),
         # A field the project does not label has no figure at all (SPEC "Label schema").
         **(
@@ -324,6 +337,21 @@ def calibration_report(
         ),
         "run": _run_summary(run, gold, verdicts),
         "problems": _problems(project, run, gold, verdicts),
+    }
+
+
+def _corrected(scored: list[Scored], target: list[str], *, n_boot: int, seed: int) -> dict:
+    """The `corrected` block: PPI++ (the headline), classic PPI and Rogan–Gladen of the
+    unsupported share of the target, from the scored gold items and the target's labels."""
+    gold_pos = unsupported_indicator([s.gold_binary for s in scored])
+    judge_pos = unsupported_indicator([s.judge_binary for s in scored])
+    target_pos = unsupported_indicator(target)
+    classic = corrected_estimates(gold_pos, judge_pos, target_pos, n_boot=n_boot, seed=seed)
+    return {
+        "target_n": classic.pop("target_n"),
+        "p_obs": classic.pop("p_obs"),
+        "ppi_plus_plus": corrections.ppi_plus_plus_block(gold_pos, judge_pos, target_pos),
+        **classic,
     }
 
 

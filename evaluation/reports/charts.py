@@ -696,3 +696,121 @@ def heatmap(
                 described.append(f"{rows_are} {shown[i]}, {columns_are} {shown[j]}: {count}")
     height = y0 + cell_h * len(matrix) + 8
     return _svg(width, height, title, "; ".join(described) or "no items", body)
+
+
+# --- The budget planner's curve ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    answers: int
+    uniform: float
+    active: float | None
+
+
+def half_width_curve(
+    title: str,
+    points: Sequence[CurvePoint],
+    *,
+    target: float,
+    current: tuple[int, float] | None = None,
+    width: int = 560,
+) -> SafeString:
+    """Expected 95% half-width against answers labelled (log scale), one line per design
+    (uniform solid, active dashed: told apart without colour), the half-width asked for as a
+    dotted level and today's point (answers labelled, today's half-width) as a diamond. The
+    vertical axis stops at 0.5 (a share's interval cannot usefully be wider); a curve above it
+    runs along the top, and the description carries every number."""
+    left, right, plot_h = 44, 16, 180
+    title_lines = wrap_text(title, width - 16, 12, bold=True)
+    top = 10 + 15 * len(title_lines) + 26  # room for the legend row
+    base = top + plot_h
+    body = _lines(8, 22, title_lines, line_h=15, size=12, anchor="start", bold=True)
+    xs = [p.answers for p in points if p.answers > 0]
+    x_max = max(xs + ([current[0]] if current else []) + [10])
+    values = [p.uniform for p in points] + [p.active for p in points if p.active is not None]
+    values += [target] + ([current[1]] if current else [])
+    y_max = min(0.5, max(values) * 1.1) or 0.5
+    log_hi = math.log10(x_max)
+
+    def x_of(answers: float) -> float:
+        share = math.log10(max(answers, 1)) / log_hi if log_hi else 0.0
+        return left + share * (width - left - right)
+
+    def y_of(value: float) -> float:
+        return base - min(value, y_max) / y_max * plot_h
+
+    # grid: decades on x, five steps on y
+    decade = 1
+    while decade <= x_max:
+        gx = x_of(decade)
+        body.append(f'<line x1="{gx:.1f}" y1="{top}" x2="{gx:.1f}" y2="{base}" stroke="#eef0f3"/>')
+        body.append(_text(gx, base + 14, f"{decade:,}", size=10, fill=MUTED))
+        decade *= 10
+    for i in range(6):
+        value = y_max * i / 5
+        gy = y_of(value)
+        body.append(
+            f'<line x1="{left}" y1="{gy:.1f}" x2="{width - right}" y2="{gy:.1f}" stroke="#eef0f3"/>'
+        )
+        body.append(_text(left - 4, gy + 3.5, f"±{value:.3f}", size=9.5, anchor="end", fill=MUTED))
+    body.append(f'<path d="M{left} {top}V{base}H{width - right}" stroke="{AXIS}" fill="none"/>')
+    body.append(
+        _text(
+            (left + width - right) / 2,
+            base + 28,
+            "answers labelled (log scale)",
+            size=10,
+            fill=MUTED,
+        )
+    )
+    ty = y_of(target)
+    body.append(
+        f'<line x1="{left}" y1="{ty:.1f}" x2="{width - right}" y2="{ty:.1f}" stroke="{INK}" '
+        'stroke-dasharray="1 3"/>'
+    )
+    body.append(
+        _text(width - right, ty - 4, f"asked: ±{target:g}", size=10, anchor="end", halo=True)
+    )
+    designs = [("uniform", VARIANT_COLOURS[0], "")]
+    if any(p.active is not None for p in points):
+        designs.append(("active", VARIANT_COLOURS[1], ' stroke-dasharray="6 3"'))
+    for name, colour, dash in designs:
+        path = "".join(
+            f"{'M' if i == 0 else 'L'}{x_of(p.answers):.1f} {y_of(getattr(p, name)):.1f}"
+            for i, p in enumerate(q for q in points if q.answers > 0)
+        )
+        body.append(f'<path d="{path}" stroke="{colour}" stroke-width="2" fill="none"{dash}/>')
+    # the legend, one row under the title
+    lx = left
+    legend_y = top - 12
+    for name, colour, dash in designs:
+        body.append(
+            f'<line x1="{lx}" y1="{legend_y - 3.5}" x2="{lx + 22}" y2="{legend_y - 3.5}" '
+            f'stroke="{colour}" stroke-width="2"{dash}/>'
+        )
+        body.append(_text(lx + 26, legend_y, name, size=10.5, anchor="start"))
+        lx += 26 + text_width(name, 10.5) + 16
+    described = [
+        f"{p.answers} answers: uniform ±{p.uniform:.3f}"
+        + (f", active ±{p.active:.3f}" if p.active is not None else "")
+        for p in points
+    ]
+    if current is not None:
+        cx, cy = x_of(current[0]), y_of(current[1])
+        body.append(
+            f'<path d="M{cx:.1f} {cy - 6:.1f}L{cx + 6:.1f} {cy:.1f}L{cx:.1f} {cy + 6:.1f}'
+            f'L{cx - 6:.1f} {cy:.1f}Z" fill="{INK}"/>'
+        )
+        body.append(
+            _text(
+                lx,
+                legend_y,
+                f"◆ now: {current[0]} answers, ±{current[1]:.3f}",
+                size=10.5,
+                anchor="start",
+            )
+        )
+        described.insert(0, f"now: {current[0]} answers labelled, ±{current[1]:.3f}")
+    described.insert(0, f"asked: ±{target:g}")
+    return _svg(width, base + 36, title, "; ".join(described), body)

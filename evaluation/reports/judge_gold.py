@@ -34,6 +34,9 @@ class AnswerInfo:
     variant_model: str
     abstained: bool
     length: int
+    # The case's flags: the calibration's strata by slice (evaluation.reports.strata).
+    answerable: bool = True
+    adversarial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,14 +133,15 @@ def load_gold(project: Project) -> ProjectGold:
             "variant__model",
             "abstained",
             "length",
+            "case__answerable",
+            "case__adversarial",
         )
     )
     splits: dict[str, str] = {}
-    for pk, answer_id, task, case_id, variant, model, abstained, length in rows:
+    for pk, answer_id, task, case_id, variant, model, abstained, length, *flags in rows:
         split = splits.get(case_id) or splits.setdefault(case_id, judge_split(case_id))
-        answers[pk] = AnswerInfo(
-            pk, answer_id, task, case_id, split, variant, model or "", abstained, length or 0
-        )
+        info = (pk, answer_id, task, case_id, split, variant, model or "", abstained, length or 0)
+        answers[pk] = AnswerInfo(*info, *flags)  # flags: the case's answerable, adversarial
     claims = {
         pk: ClaimInfo(pk, answers[answer_pk], ordinal, text)
         for pk, answer_pk, ordinal, text in Claim.objects.filter(
@@ -152,7 +156,9 @@ def load_gold(project: Project) -> ProjectGold:
         claim_pairs.update((pair.claim_id, PairGold.of(pair)) for pair in claim_chunk)
         imported.update(pair.answer_id for pair in answer_chunk if pair.imported is not None)
     reviewers = dict(
-        Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=False
+        )
         .values("answer_id")
         .annotate(n=Count("pk"))
         .order_by()

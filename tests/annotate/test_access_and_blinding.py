@@ -9,6 +9,7 @@ a judge's output."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlparse
@@ -18,11 +19,12 @@ from django.urls import NoReverseMatch, reverse
 
 from annotate.imports.gold_import import import_gold
 from annotate.imports.label_import import import_labels
-from annotate.labelling.services import save_claim_label
+from annotate.labelling.services import save_claim_label, submit_labels
 from annotate.members.services import add_member
-from annotate.models import Answer, Assignment
+from annotate.models import Answer, Assignment, ClaimLabel
 from annotate.projects.opening import open_labelling
 from annotate.queue.services import next_task
+from tests.annotate.test_labelling import label_everything
 from tests.conftest import FIXTURES, PASSWORD, gold_for_every_answer, import_fixture
 
 LEAD_PAGES = [
@@ -32,6 +34,7 @@ LEAD_PAGES = [
     "guidelines",
     "boundaries",
     "agreement",
+    "reviewers",
     "adjudication_queue",
     "evaluation:report",
     "judges",
@@ -187,6 +190,35 @@ def _leaks(body: str, secrets: list[str]) -> list[str]:
     return found
 
 
+def _crawl(client, start: list[str], secrets: list[str], limit: int = 400) -> int:
+    """Follow every link and GET form from `start` as the logged-in client, asserting that no
+    response carries a secret; returns how many pages it read."""
+    seen, queue, visited = set(), list(start), 0
+    while queue and visited < limit:
+        url = queue.pop(0)
+        path = urlparse(url).path
+        if not path or path in seen or path.startswith(("/static/", "/logout")):
+            continue
+        seen.add(path)
+        response = client.get(url)
+        visited += 1
+        body = (
+            b"".join(response.streaming_content) if response.streaming else response.content
+        ).decode("utf-8", "replace")
+        assert not _leaks(body, secrets), (url, _leaks(body, secrets))
+        assert response.status_code in (200, 302, 404), (url, response.status_code)
+        if response.status_code == 302:
+            queue.append(response["Location"])
+        parser = _Links()
+        parser.feed(body)
+        queue += [
+            urljoin(url, link)
+            for link in parser.links
+            if link and not link.startswith(("http", "#", "mailto:"))
+        ]
+    return visited
+
+
 @pytest.mark.django_db
 def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_reviewer(
     client, demo, reviewer_a
@@ -212,29 +244,7 @@ def test_a_reviewer_who_tries_never_reaches_a_variant_an_answer_id_or_another_re
         "/p/demo/claims/1/",
         "/p/demo/adjudicate/1/",
     ]
-    seen, queue, visited = set(), list(start), 0
-    while queue and visited < 400:
-        url = queue.pop(0)
-        path = urlparse(url).path
-        if not path or path in seen or path.startswith(("/static/", "/logout")):
-            continue
-        seen.add(path)
-        response = client.get(url)
-        visited += 1
-        body = (
-            b"".join(response.streaming_content) if response.streaming else response.content
-        ).decode("utf-8", "replace")
-        assert not _leaks(body, secrets), (url, _leaks(body, secrets))
-        assert response.status_code in (200, 302, 404), (url, response.status_code)
-        if response.status_code == 302:
-            queue.append(response["Location"])
-        parser = _Links()
-        parser.feed(body)
-        queue += [
-            urljoin(url, link)
-            for link in parser.links
-            if link and not link.startswith(("http", "#", "mailto:"))
-        ]
+    visited = _crawl(client, start, secrets)
     assert visited > 20
 
     # and the error responses of the write endpoints do not leak either
@@ -387,3 +397,128 @@ def test_imported_gold_reaches_the_lead_and_never_a_reviewer(client, demo, revie
     page = client.get(_url("task", demo, number=task.answer.task_number))
     assert page.status_code == 200
     assert not _leaks(page.content.decode(), [IMPORTED_SOURCE, IMPORTED_NOTE, IMPORTED_FILE])
+
+
+# --- Gold checks: a reviewer cannot tell a check from a task ------------------------------------
+
+CHECK_MARKERS = ["gold check", "gold_check", "is_check", "check_rate", "GoldCheck", "check-badge"]
+
+
+class _AlwaysCheck(random.Random):
+    def random(self):
+        return 0.0
+
+
+def _take(project, reviewer, *, check: bool):
+    project.check_rate = 1 if check else 0
+    project.save(update_fields=["check_rate"])
+    task = next_task(project=project, reviewer=reviewer, rng=_AlwaysCheck())
+    assert task.is_check == check
+    return task
+
+
+def _copy_labels(source: Assignment, target: Assignment) -> None:
+    """The target's label set made the source's, notes left out (they are the source's own)."""
+    for label in source.claim_labels.all():
+        ClaimLabel.objects.create(
+            assignment=target,
+            claim_id=label.claim_id,
+            support=label.support,
+            severity=label.severity,
+            requires_evidence=label.requires_evidence,
+            evidence_ids=label.evidence_ids,
+            evidence_quote=label.evidence_quote,
+            citations=label.citations,
+        )
+    Assignment.objects.filter(pk=target.pk).update(
+        relevance=source.relevance,
+        abstention=source.abstention,
+        failure_labels=source.failure_labels,
+    )
+
+
+def _shape(task: dict) -> dict[str, set[frozenset]]:
+    """The keys of each kind of object a task's payload holds (the task, its answer and its
+    label, its claims and their labels, its passages, the progress)."""
+    return {
+        "task": {frozenset(task)},
+        "answer": {frozenset(task["answer"])},
+        "answer label": {frozenset(task["answer"]["label"])},
+        "progress": {frozenset(task["progress"])},
+        "claim": {frozenset(c) for c in task["claims"]},
+        "claim label": {frozenset(c["label"]) for c in task["claims"] if c["label"]},
+        "passage": {frozenset(p) for p in task["passages"]},
+    }
+
+
+def _normalised(body: str, names: tuple[str, ...]) -> str:
+    """A page with what differs between two people's views of one task taken out: the CSRF
+    token, the signed-in person's name, numbers (times, seconds, database keys)."""
+    body = re.sub(r'("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]+"', r"\1", body)
+    for name in names:
+        body = re.sub(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", "PERSON", body)
+    return re.sub(r"\d+", "0", body)
+
+
+@pytest.mark.django_db
+def test_a_reviewer_holding_gold_checks_finds_no_marker_that_tells_a_check_from_a_task(
+    client, demo, reviewer_a, lead
+):
+    """Carol, a third reviewer, has submitted a check (with alice's very labels), a new
+    answer, and holds a check in progress. Crawling everything she can reach finds no check
+    marker, no other reviewer's name or note; the API gives a check the same shape as a task;
+    and her page of the checked answer is alice's page of it, but for the person and numbers."""
+    from annotate.checks.services import mark_all_decided
+
+    carol = add_member(project=demo, username="carol", role="reviewer", password=PASSWORD).user
+    assert mark_all_decided(project=demo, lead=lead) >= 2
+    check = _take(demo, carol, check=True)
+    original = Assignment.objects.get(answer=check.answer, reviewer=reviewer_a)
+    _copy_labels(original, check)
+    assert not submit_labels(assignment=check)
+    task = _take(demo, carol, check=False)
+    label_everything(task)
+    assert not submit_labels(assignment=task)
+    held = _take(demo, carol, check=True)
+    save_claim_label(
+        assignment=held, claim=held.answer.claims.first(), data={"support": "supported"}
+    )
+    demo.check_rate = 0.1
+    demo.save(update_fields=["check_rate"])
+
+    client.login(username="carol", password=PASSWORD)
+    secrets = _secrets(demo, carol) + CHECK_MARKERS
+    assert "alice" in secrets and "bob" in secrets
+    tasks = [check, task, held]
+    start = ["/", _url("project", demo), _url("my_tasks", demo)]
+    start += [_url("task", demo, number=t.answer.task_number) for t in tasks]
+    start += [_url("task", demo, number=n) for n in range(1, 62)]
+    start += [u for name in LEAD_PAGES if (u := _url(name, demo))]
+    start.append(_url("gold", demo))
+    api = reverse("api:project", kwargs={"slug": "demo"})
+    start += [api, api + "tasks/"]
+    start += [api + f"tasks/{t.answer.task_number}/" for t in tasks]
+    assert _crawl(client, start, secrets) > 20
+
+    payloads = {t.pk: client.get(api + f"tasks/{t.answer.task_number}/").json() for t in tasks}
+    shapes = {pk: _shape(payload) for pk, payload in payloads.items()}
+    for kind, keys in shapes[task.pk].items():
+        for other in (check.pk, held.pk):
+            if keys and shapes[other][kind]:  # an answer may have no claims or passages
+                assert shapes[other][kind] == keys, kind
+    assert shapes[check.pk]["claim label"] and shapes[held.pk]["claim label"]
+    listed = client.get(api + "tasks/").json()["results"]
+    assert len(listed) == 3 and len({frozenset(row) for row in listed}) == 1
+    assert "check_rate" not in client.get(api).json()
+
+    # The checked answer's page, as carol sees it and as alice (who labelled it) sees it. Their
+    # undo windows closed alike (alice's label sets were imported: none), and with them the
+    # day's counter, which is the person's, not the task's.
+    Assignment.objects.filter(reviewer__in=[carol, reviewer_a]).update(undo_until=None)
+    url = _url("task", demo, number=check.answer.task_number)
+    carols = client.get(url).content.decode()
+    client.logout()
+    client.login(username=reviewer_a.username, password=PASSWORD)
+    alices = client.get(url).content.decode()
+    names = ("carol", reviewer_a.username)
+    assert _normalised(carols, names) == _normalised(alices, names)

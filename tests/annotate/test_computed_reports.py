@@ -177,7 +177,6 @@ def test_a_report_of_an_old_shape_is_not_shown_while_a_worker_recomputes(
         result={"computed_by": "an older shape"}, revision=-1
     )
     computed.forget_decoded()
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10  # large: a worker's job
     page = browser.get(url)
     assert page.status_code == 200
     assert 'data-report-freshness="pending"' in page.content.decode()

@@ -237,9 +237,11 @@ def test_the_gold_page_costs_a_fixed_number_of_queries(
     # session, user, membership; the project's revision; label states with their answers'
     # revisions (1), stored shares read; four a chunk; the shares stored; the gold set's size
     # (2); imported gold (none here: one query); the releases (one query, however many:
-    # test_gold_releases). (12 with the data and content versions, two queries, and the label
-    # states, two.)
-    with django_assert_num_queries(10 + stored + 4 * math.ceil(doubly / 7)):
+    # test_gold_releases); the gold checks: their list, the doubly-labelled answers (the
+    # decided ones, kept per revision) and the decided answers not yet checks (one query
+    # each). (12 with the data and content versions, two queries, and the label states, two.)
+    with django_assert_num_queries(13 + stored + 4 * math.ceil(doubly / 7)):
         client.get(url)
-    with django_assert_num_queries(7):  # the same, the counts kept (8 with the data version)
+    # The same, the counts and the decided answers kept (10 with the data version).
+    with django_assert_num_queries(9):
         client.get(url)

@@ -446,13 +446,13 @@ def test_only_a_lead_edits_the_guidelines_or_sees_the_reaudit_list(versioned, cl
 def test_the_migration_makes_version_1_from_the_text_each_project_has(
     reviewer_a, reviewer_b, lead, small_project
 ):
-    """annotate/migrations/0020 run over projects as they stood before versions: version 1
+    """annotate/migrations/0021 run over projects as they stood before versions: version 1
     holds the text, dated from the save that set it (the audit history), and the label sets
     and decisions made before it count as made under it. A project without guidelines gets
     none."""
     from django.apps import apps
 
-    migration = importlib.import_module("annotate.migrations.0020_first_guideline_version")
+    migration = importlib.import_module("annotate.migrations.0021_first_guideline_version")
     project = import_fixture("demo.jsonl", "demo")
     for person in (reviewer_a, reviewer_b):
         add_member(project=project, username=person.username, role=Role.REVIEWER)

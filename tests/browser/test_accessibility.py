@@ -11,6 +11,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
+from annotate.checks.selectors import decided_answers
+from annotate.checks.services import mark_checks
 from annotate.imports.label_import import import_labels
 from annotate.labelling.services import flag_task
 from annotate.members.services import add_member
@@ -147,9 +149,14 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         status_code=500,
         error="The receiver answered 500.",
     )
+    # Gold checks on two decided answers: the Gold page's list, a check's adjudication screen.
+    decided = Answer.objects.filter(pk__in=decided_answers(demo)).order_by("answer_id")
+    checked = list(decided[:2])
+    mark_checks(project=demo, lead=lead, answer_ids=[a.answer_id for a in checked])
     paths = [
         "/",
         "/projects/new/",
+        f"/p/demo/adjudicate/{checked[0].task_number}/",
         "/p/demo/setup/",
         "/p/demo/members/",
         "/p/demo/guidelines/",
@@ -159,6 +166,7 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         f"/p/demo/claims/{answer.pk}/",
         "/p/demo/agreement/",
         "/p/demo/agreement/?guideline_version=1",
+        "/p/demo/reviewers/",
         "/p/demo/adjudicate/",
         "/p/demo/gold/",
         "/p/demo/evaluation/?a=baseline&b=verifier",
@@ -166,6 +174,7 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/webhooks/",
         f"/p/demo/webhooks/{hook.pk}/",
         f"/p/demo/judges/{run.pk}/",
+        f"/p/demo/judges/{run.pk}/?by=slice",  # the strata table
         f"/p/demo/judges/{run.pk}/answers/{judged}/",
         f"/p/demo/judges/compare/?a={run.pk}&b={run.pk}",
         "/account/token/",

@@ -74,3 +74,29 @@ def test_the_split_switch_works_without_javascript(browser, live_server, demo, l
         expect(page.locator("h2", has_text="Judge versus gold on")).to_contain_text("judge_dev")
     finally:
         context.close()
+
+
+def test_lead_checks_the_gate_and_plans_a_sample_with_the_page_s_forms(page, demo, lead):
+    """The gate's and the planner's forms are plain GET forms: the verdict and the plan come
+    back on the same page, each form keeping the other's choice."""
+    project, run = demo
+    with open(FIXTURES / "demo_judge_run_v2.jsonl", "rb") as stream:
+        import_judge_run(lines=stream, project=project, user=lead)
+    login(page, lead)
+    page.goto(f"/p/{project.slug}/judges/{run.pk}/")
+    expect(page.locator("#plan-uniform")).to_be_visible()  # the default plan, ±0.05
+    page.fill("#id_min_kappa", "0.3")
+    page.select_option("#id_baseline", "strict-judge-v3")
+    page.locator("#gate-form button").click()
+    page.wait_for_url("**min_kappa=0.3**")
+    verdict = page.locator("#gate-verdict")
+    expect(verdict).to_contain_text("kappa ≥ 0.3 at the 95% lower end")
+    expect(verdict).to_contain_text("strict-judge-v3 (McNemar p =")
+    expect(page.locator("#gate-mcnemar")).to_be_visible()
+    page.fill("#id_plan", "0.1")
+    page.locator("#plan-form button").click()
+    page.wait_for_url("**plan=0.1**")
+    expect(page.locator("#plan-basis")).to_contain_text("±0.1")
+    expect(page.locator("#gate-verdict")).to_be_visible()  # the gate kept
+    expect(page.locator("#plan-chart svg")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

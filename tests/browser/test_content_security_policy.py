@@ -92,6 +92,7 @@ def test_a_lead_s_pages_raise_no_csp_violation(page, demo, lead, violations):
         "/p/demo/guidelines/reaudit/",
         "/p/demo/claims/",
         "/p/demo/agreement/",
+        "/p/demo/reviewers/",
         "/p/demo/adjudicate/",
         "/p/demo/evaluation/?a=baseline&b=verifier",
         "/p/demo/judges/",

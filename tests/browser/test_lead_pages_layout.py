@@ -41,6 +41,7 @@ def lead_pages(project, run_pk) -> dict[str, str]:
         "setup": f"/p/{slug}/setup/",
         "upload": f"/p/{slug}/upload/",
         "agreement": f"/p/{slug}/agreement/",
+        "reviewers": f"/p/{slug}/reviewers/",
         "adjudication-queue": f"/p/{slug}/adjudicate/",
         "adjudication": f"/p/{slug}/adjudicate/{number}/",
         "gold": f"/p/{slug}/gold/",
@@ -81,7 +82,14 @@ def test_report_pages_at_desktop_and_phone_width(page, demo, lead, width):
     )
     login(page, lead)
     pages = lead_pages(project, run_pk)
-    for name in ("agreement", "evaluation", "judge-run", "adjudication", "adjudication-queue"):
+    for name in (
+        "agreement",
+        "reviewers",
+        "evaluation",
+        "judge-run",
+        "adjudication",
+        "adjudication-queue",
+    ):
         page.goto(pages[name])
         page.wait_for_load_state("load")
         if width < 500:

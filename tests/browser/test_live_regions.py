@@ -100,7 +100,6 @@ def test_the_job_page_says_each_change_once_and_focuses_the_problems(page, demo,
 def test_the_waiting_page_has_no_meta_refresh_and_a_polite_status(
     browser, live_server, demo, lead, settings, database_tasks
 ):
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10  # the demo counts as large
     for scripts in (True, False):
         context = browser.new_context(java_script_enabled=scripts, base_url=live_server.url)
         page = context.new_page()

@@ -29,7 +29,6 @@ def demo(lead) -> Project:
 def test_the_waiting_page_stays_put_and_shows_the_report_when_it_is_stored(
     page, demo, lead, database_tasks, settings
 ):
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10  # the demo counts as large: a worker's job
     login(page, lead)
     page.goto(f"/p/{demo.slug}/agreement/")
     expect(page.get_by_role("heading", name="Being computed")).to_be_visible()

@@ -263,7 +263,6 @@ def test_a_report_being_computed_is_asked_for_again_after_its_retry_after(
     from tests.workers import DATABASE_TASKS
 
     settings.TASKS, settings.CLAIMDESK_TASKS = DATABASE_TASKS, "database"
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 0
     waits = []
 
     def worker_computes(seconds):

@@ -278,7 +278,9 @@ def test_corrected_estimates_have_the_spec_shape_and_report_refusals():
     assert corrected["target_n"] == 900
     assert corrected["p_obs"] == pytest.approx(judge_target.mean())
     assert set(corrected["rogan_gladen"]) >= {"estimate", "ci95"}
-    assert set(corrected["ppi"]) == {"estimate", "ci95"}
+    # inside [0, 1] here, so nothing was clipped and there are no unclipped numbers to keep
+    assert set(corrected["ppi"]) == {"estimate", "ci95", "clipped"}
+    assert corrected["ppi"]["clipped"] is False
     json.dumps(corrected)
 
     coin = corrected_estimates(gold, ~gold, judge_target)  # TPR = TNR = 0

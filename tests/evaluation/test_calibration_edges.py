@@ -228,9 +228,13 @@ def test_an_estimate_past_one_says_it_was_clipped_and_what_the_formula_gave(clie
     assert f"{low:.3f} – {high:.3f}" in row
     j_low, j_high = rg["youden_ci95"]
     assert f"TPR + TNR − 1 = 0.500, 95% {j_low:.3f} – {j_high:.3f}" in row
+    own_low, own_high = rg["unclipped_ci95"]
+    assert own_high > 1 and high == 1.0  # the bootstrap's own upper end is past 1 too
+    assert f"unclipped {own_low:.3f} – {own_high:.3f}" in row
     assert (
         f"Rogan–Gladen: 1.000 (clipped to [0, 1]: the formula gives 1.100) "
-        f"95% [{low:.3f}, {high:.3f}]; TPR + TNR − 1 = 0.500 95% [{j_low:.3f}, {j_high:.3f}]"
+        f"95% [{low:.3f}, {high:.3f}] (clipped to [0, 1]: the bootstrap's own ends "
+        f"[{own_low:.3f}, {own_high:.3f}]); TPR + TNR − 1 = 0.500 95% [{j_low:.3f}, {j_high:.3f}]"
     ) in text
 
 

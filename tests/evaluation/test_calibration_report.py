@@ -270,7 +270,9 @@ def test_corrected_estimates_get_the_gold_pairs_and_the_unlabelled_target(built)
     # PPI: 2/7 − mean(judge − gold) = 2/7 − (1 − 1)/10; var_target 5/21, var_diff 2/9
     half = 1.96 * math.sqrt((5 / 21) / 7 + (2 / 9) / 10)
     assert c["ppi"]["estimate"] == pytest.approx(2 / 7)
-    assert c["ppi"]["ci95"] == pytest.approx([2 / 7 - half, 2 / 7 + half])
+    # The interval reaches below 0: shown from 0, its own ends kept.
+    assert c["ppi"]["clipped"] is True and c["ppi"]["ci95"] == [0.0, pytest.approx(2 / 7 + half)]
+    assert c["ppi"]["unclipped"]["ci95"] == pytest.approx([2 / 7 - half, 2 / 7 + half])
     gold = [it.gold for it in TEST_SCORED]
     judge = [it.judge for it in TEST_SCORED]
     target = [C, I, S, S, S, S, S]
@@ -586,9 +588,11 @@ def test_the_calibration_page_shows_the_report_and_links_its_disagreements(clien
     assert "Judge versus gold on <code>judge_test</code>" in body
     assert "Rogan–Gladen" in body and "PPI" in body and "By variant" in body
     r = response.context["r"]
-    low, high = r["corrected"]["ppi"]["ci95"]
-    warned = "too few gold items for this normal approximation" in body
-    assert warned == (low < 0 or high > 1)  # the demo's PPI interval starts below 0
+    low, high = r["corrected"]["ppi"]["unclipped"]["ci95"]
+    assert low < 0  # the demo's PPI interval starts below 0: shown from 0, saying so
+    ppi_row = body.split('<tr id="ppi">', 1)[1].split("</tr>", 1)[0]
+    own = r["corrected"]["ppi"]["unclipped"]["estimate"]
+    assert "clipped" in ppi_row and f"unclipped {own:.3f}, {low:.3f} – {high:.3f}" in ppi_row
     for d in r["disagreements"]:
         assert d["url"] in body
         page = client.get(d["url"].split("#")[0])

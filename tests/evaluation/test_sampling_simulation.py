@@ -129,3 +129,42 @@ def test_coverage_width_and_plan_hold_over_more_worlds_and_budgets(seed, budget)
         with_chance = replicate(chance, design=design, budget=budget, reps=3000, seed=seed)
         assert with_chance.coverage >= MIN_COVERAGE
     assert widths["active"] <= 0.8 * widths["uniform"]
+
+
+@pytest.mark.parametrize("pilot_design", ["uniform", "active"])
+def test_planner_learns_from_the_team_s_own_calibration_sample(world, pilot_design):
+    """The path docs/calibration.md follows: label one calibration sample of B = 300 expected
+    answers, then plan from its gold alone, each answer weighted 1/π (as
+    evaluation.reports.calibration_plan does when all gold came from samples). Over 40 such
+    samples -- each a fresh truth and a fresh draw -- the mean predicted half-width at B = 300
+    is within ±15% of the realised mean for both designs, and so is the median; an active
+    sample's gold read unweighted would overstate the frame's errors, and the uniform plan
+    with it."""
+    frame = world.frame_confidences()
+    pi = inclusion_probabilities(design=pilot_design, budget=BUDGET, frame=frame).pi
+    realised = {
+        d: replicate(world, design=d, budget=BUDGET, reps=REPS, seed=4).mean_half_width
+        for d in ("uniform", "active")
+    }
+    predicted: dict[str, list[float]] = {"uniform": [], "active": [], "unweighted": []}
+    for pilot in range(40):
+        residuals, _ = draw_truth(world, np.random.default_rng(100 + pilot), 1)
+        drawn = np.flatnonzero(draw_sample(pi, seed=200 + pilot))
+        gold = {
+            "frame": frame,
+            "gold_residuals": residuals[0, drawn].tolist(),
+            "gold_confidences": [frame[i] for i in drawn],
+            "budgets": [BUDGET],
+        }
+        (point,) = planner_curve(**gold, gold_pi=pi[drawn].tolist())
+        (unweighted,) = planner_curve(**gold)
+        predicted["uniform"].append(point.uniform)
+        predicted["active"].append(point.active)
+        predicted["unweighted"].append(unweighted.uniform)
+    for design in ("uniform", "active"):
+        assert np.mean(predicted[design]) == pytest.approx(realised[design], rel=0.15)
+        assert np.median(predicted[design]) == pytest.approx(realised[design], rel=0.15)
+    weighted_error = abs(np.mean(predicted["uniform"]) / realised["uniform"] - 1)
+    unweighted_error = abs(np.mean(predicted["unweighted"]) / realised["uniform"] - 1)
+    if pilot_design == "active":
+        assert unweighted_error > 0.15 > weighted_error

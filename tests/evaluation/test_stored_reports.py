@@ -1,8 +1,8 @@
 """Stored reports (annotate.common.computed): a page view reads the report stored for the
 project's revision and says how fresh it is; a change of labels makes it recomputed (in the
 request when tasks run in-process, by one worker task otherwise, the stale figures shown
-meanwhile, marked as such); a large project's first report is computed by a worker while the
-page waits for it (polling, or reloading itself without scripts)."""
+meanwhile, marked as such); a project's first report, however small, is computed by a worker
+while the page says so (polling, or a link to reload without scripts)."""
 
 from __future__ import annotations
 
@@ -69,10 +69,18 @@ def test_the_agreement_page_is_computed_once_per_state_of_the_labels(browser, de
     assert computations == ["demo", "demo"]
 
 
+def run_the_workers_tasks() -> None:
+    for task in DBTaskResult.objects.filter(status="READY"):
+        refresh_report.call(*task.args_kwargs["args"])
+        DBTaskResult.objects.filter(pk=task.pk).update(status="SUCCESSFUL")
+
+
 def test_changed_labels_show_the_stored_report_marked_stale_and_ask_one_worker(
     browser, demo, computations, database_tasks
 ):
-    browser.get("/p/demo/agreement/")  # small: the first one is computed in the request
+    browser.get("/p/demo/agreement/")  # the first one: a worker's
+    run_the_workers_tasks()
+    DBTaskResult.objects.all().delete()
     relabel(demo)
     page = browser.get("/p/demo/agreement/").content.decode()
     assert 'data-report-freshness="recomputing"' in page and "labels have changed" in page
@@ -93,12 +101,12 @@ def test_a_report_of_the_code_before_a_deploy_is_never_shown(
 ):
     """A deploy that changes the statistics code makes every stored report stale, and a
     report of other code may have another shape (a key this code's page reads, missing):
-    while a worker recomputes it, a large project shows the waiting page, not those figures;
-    a small one computes it in the request."""
+    while a worker recomputes it, the page says it is being computed, never those figures."""
     browser.get("/p/demo/agreement/")
+    run_the_workers_tasks()
+    DBTaskResult.objects.all().delete()
     StoredReport.objects.filter(kind="agreement").update(code_version="0ld0ld0ld0ld")
     relabel(demo)
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
     page = browser.get("/p/demo/agreement/").content.decode()
     assert 'data-report-freshness="pending"' in page and "Support" not in page
     assert DBTaskResult.objects.count() == 1
@@ -107,19 +115,12 @@ def test_a_report_of_the_code_before_a_deploy_is_never_shown(
     assert StoredReport.objects.get(kind="agreement").code_version == computed.CODE_VERSION
     page = browser.get("/p/demo/agreement/").content.decode()
     assert 'data-report-freshness="current"' in page
-    # small again: the old code's report is replaced in the request
-    StoredReport.objects.filter(kind="agreement").update(code_version="0ld0ld0ld0ld")
-    relabel(demo)
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10**6
-    page = browser.get("/p/demo/agreement/").content.decode()
-    assert 'data-report-freshness="current"' in page
-    assert computations == ["demo", "demo", "demo"]
+    assert computations == ["demo", "demo"]
 
 
-def test_a_large_projects_first_report_waits_for_a_worker(
+def test_a_projects_first_report_waits_for_a_worker_however_small(
     browser, demo, lead, database_tasks, settings
 ):
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
     page = browser.get("/p/demo/agreement/")
     assert page.status_code == 200
     # the waiting page: never a meta refresh (#34), a polite status and a link to reload
@@ -150,7 +151,6 @@ def test_the_waiting_page_polls_and_is_told_to_reload_once_the_report_is_stored(
     (#34): a link to reload."""
     if path == "judge":
         path = reverse("judge_run", args=[demo.slug, JudgeRun.objects.get(project=demo).pk])
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
     page = browser.get(path).content.decode()
     assert 'data-report-freshness="pending"' in page
     assert 'http-equiv="refresh"' not in page
@@ -174,8 +174,10 @@ def test_the_calibration_page_says_how_fresh_it_is(browser, demo):
     page = browser.get(f"/p/demo/judges/{run.pk}/").content.decode()
     assert 'data-report-freshness="current"' in page
     kinds = set(StoredReport.objects.values_list("kind", flat=True))
-    assert kinds == {"calibration"}
+    # the run's calibration, and the budget planner's default plan (±0.05, no sample yet)
+    assert kinds == {"calibration", "calibration-plan"}
     assert StoredReport.objects.get(kind="calibration").key == f"{run.pk}:judge_test"
+    assert StoredReport.objects.get(kind="calibration-plan").key == f"{run.pk}:judge_test:0.05:0"
 
 
 def test_the_stored_report_is_the_computed_one(demo):
@@ -226,7 +228,6 @@ def test_a_large_projects_evaluation_page_is_computed_by_a_worker_never_in_the_r
     project's answers (at 10,000 answers that took seconds, and a worker's memory with it)."""
     from evaluation.reports import comparison, dataset, evaluation
 
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
     loads = project_calls(monkeypatch, dataset, "load")
     for module in (evaluation, comparison):  # each reads the data itself when not given it
         monkeypatch.setattr(module, "load", dataset.load)
@@ -330,8 +331,6 @@ def test_a_report_that_fails_is_asked_again_only_after_the_stale_period(
     from datetime import timedelta
 
     from django.utils import timezone
-
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
 
     def fails(project, key):
         raise RuntimeError("the statistics broke")

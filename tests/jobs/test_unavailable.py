@@ -112,7 +112,6 @@ def test_a_report_page_shows_its_stale_report_when_no_worker_can_be_asked(
 ):
     """A stale report is shown, saying nothing recomputes it, and the next reader asks again;
     a report with nothing stored yet is a 503 rather than a page that waits for nobody."""
-    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 0  # computed by a worker, not in the request
     assert_503_page(browser(lead).get("/p/demo/agreement/"))
     assert_503_json(script(lead).get(f"{API}/projects/demo/agreement/"))
 

@@ -8,11 +8,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotate.checks.selectors import decided_answers
+from annotate.checks.services import mark_checks
 from annotate.imports.bundle_import import import_bundle
 from annotate.imports.label_import import import_labels
 from annotate.imports.lines import BundleInvalid
 from annotate.members.services import add_member, allow_adding_anyone
-from annotate.models import Project, Role
+from annotate.models import Answer, Project, Role
 from annotate.projects.opening import open_labelling
 from annotate.projects.services import allow_creating_projects, update_guidelines
 
@@ -25,6 +27,9 @@ PEOPLE = [
     ("carol", Role.REVIEWER),
 ]
 PASSWORD = "claimdesk-demo"
+# Decided answers the demo marks as gold checks (the first by answer id), so the Gold page and
+# the adjudication screen show some. The check rate stays 0: the demo's queue is as before.
+DEMO_CHECKS = 4
 DEMO_LEAD = "lead"  # may create projects and add anyone to them, as well as lead the demo
 GUIDELINES = """\
 Label what the supplied passages permit, not what you know.
@@ -111,4 +116,8 @@ def load() -> Project:
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
+    decided = Answer.objects.filter(pk__in=decided_answers(project)).order_by("answer_id")
+    checks = list(decided.values_list("answer_id", flat=True)[:DEMO_CHECKS])
+    if checks:
+        mark_checks(project=project, lead=lead, answer_ids=checks)
     return update_guidelines(project=project, guidelines=GUIDELINES_V2, author=lead)

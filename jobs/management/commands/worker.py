@@ -36,6 +36,11 @@ health_log = logging.getLogger("jobs.worker")
 
 BACKOFF_FIRST = 0.5  # seconds before the first reconnection
 BACKOFF_MAX = 30.0
+# How often an RQ worker without RQ's scheduler tries to take it (RQ's maintenance interval,
+# 600 s by default). Only one scheduler runs per queue, under a lock in Redis that its holder
+# refreshes; a worker killed with -9 leaves the lock for 61 s, and the worker restarted in its
+# place, finding it taken, would run no deferred task (a webhook's retry) for ten minutes.
+SCHEDULER_RETRY_SECONDS = 15
 
 
 def backoff(failures: int) -> float:
@@ -125,7 +130,14 @@ class Command(BaseCommand):
             try:
                 # django-tasks-rq's Job runs a Task; RQ's own would try to call it as a
                 # function. RQ runs each job in a forked process: its memory goes with it.
-                worker = get_worker("default", job_class="django_tasks_rq.Job")
+                worker = get_worker(
+                    "default",
+                    job_class="django_tasks_rq.Job",
+                    maintenance_interval=SCHEDULER_RETRY_SECONDS,
+                    # RQ looks at its maintenance between waits for a job, each as long as
+                    # this less 15 s (405 s by default): this makes them SCHEDULER_RETRY_SECONDS.
+                    worker_ttl=SCHEDULER_RETRY_SECONDS + 15,
+                )
                 if failures:
                     worker.connection.ping()  # Redis down still: wait longer
                     health_log.warning("RQ worker: Redis answers again; reconnected")

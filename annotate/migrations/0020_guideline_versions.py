@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotate', '0018_webhook_endpoints_and_deliveries'),
+        ('annotate', '0019_gold_checks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

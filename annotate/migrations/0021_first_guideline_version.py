@@ -45,7 +45,7 @@ def no_versions(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotate", "0019_guideline_versions"),
+        ("annotate", "0020_guideline_versions"),
     ]
 
     operations = [

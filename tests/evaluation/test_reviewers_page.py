@@ -1,0 +1,269 @@
+"""The lead's Reviewers page, its CSV and its API endpoint: every number the page shows read
+back from the page rendered on the demo with real work in it (timed tasks, decisions, gold
+checks with a drift alarm), the sort (a plain link and its htmx partial), the query count,
+and who reaches it."""
+
+from __future__ import annotations
+
+import csv
+import io
+from html.parser import HTMLParser
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+from django_tasks_db.models import DBTaskResult
+
+from annotate.common import computed
+from annotate.tasks import refresh_report
+from evaluation.reports.reviewers import reviewers_report
+from tests.api import build_demo, token_client
+from tests.conftest import PASSWORD
+from tests.evaluation import reviewers_world as world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def carol(db):
+    return get_user_model().objects.create_user(username="carol", password=PASSWORD)
+
+
+@pytest.fixture
+def project(reviewer_a, reviewer_b, lead, carol):
+    demo = build_demo([reviewer_a, reviewer_b], lead)
+    world.build(demo, alice=reviewer_a, carol=carol, lead=lead)
+    world.take_checks(demo, carol, wrong={20, 21, 22})
+    return demo
+
+
+@pytest.fixture
+def as_lead(client, lead):
+    client.login(username=lead.username, password=PASSWORD)
+    return client
+
+
+def url(project, **query) -> str:
+    base = reverse("reviewers", kwargs={"slug": project.slug})
+    return base + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+
+
+class Cells(HTMLParser):
+    """Each reviewer row's cells (data-cell) as text, in the order the rows come."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[tuple[str, dict[str, str]]] = []
+        self.drift: list[str] = []
+        self._cell: list[str] = []  # the open cells' names, innermost last
+        self._depth: list[int] = []
+        self._level = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "tr" and "data-reviewer" in attrs:
+            self.rows.append((attrs["data-reviewer"], {}))
+        if "data-drift" in attrs:
+            self.drift.append(attrs["data-drift"])
+        self._level += 1
+        if "data-cell" in attrs and self.rows:
+            self._cell.append(attrs["data-cell"])
+            self._depth.append(self._level)
+            self.rows[-1][1].setdefault(attrs["data-cell"], "")
+
+    def handle_endtag(self, tag):
+        if self._depth and self._depth[-1] == self._level:
+            self._depth.pop()
+            self._cell.pop()
+        self._level -= 1
+
+    def handle_startendtag(self, tag, attrs):
+        pass
+
+    def handle_data(self, data):
+        for name in self._cell:
+            self.rows[-1][1][name] += data
+
+
+def cells(html: str) -> Cells:
+    parser = Cells()
+    parser.feed(html)
+    return parser
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_number_on_the_page_is_the_reports(project, as_lead):
+    response = as_lead.get(url(project))
+    assert response.status_code == 200
+    html = response.content.decode()
+    report = {row["username"]: row for row in reviewers_report(project)["reviewers"]}
+    page = dict(cells(html).rows)
+    assert set(page) == {"alice", "bob", "carol"}
+    for name, row in report.items():
+        shown = {key: squash(value) for key, value in page[name].items()}
+        assert shown["tasks"].startswith(f"{row['tasks']} ")
+        assert shown["timed"] == f"{row['timed_tasks']} timed"
+        spent = row["seconds_per_claim"]
+        if spent["median"] is None:
+            assert shown["median"].startswith("— undefined: no task submitted in the app")
+            assert shown["per_day"].startswith("— undefined:")
+        else:
+            assert shown["median"] == f"{floatformat(spent['median'], 1)} s n={spent['n']}"
+            assert shown["p90"] == f"{floatformat(spent['p90'], 1)} s n={spent['n']}"
+            days = row["days_worked"]
+            assert shown["per_day"] == (
+                f"{floatformat(row['per_day'], 2)} {row['timed_tasks']} in {days} day"
+                + ("s" if days != 1 else "")
+            )
+        if row["overruled_share"] is None:
+            assert "undefined: no field of theirs was decided" in shown["overruled"]
+        else:
+            assert shown["overruled"] == (
+                f"{round(row['overruled_share'] * 100)}% "
+                f"{row['overruled']}/{row['adjudicated_fields']}"
+            )
+        assert shown["checks"] == str(row["checks"]["n"])
+        support = row["checks"]["accuracy"]["support"]
+        if support["value"] is None:
+            assert "undefined" in shown["accuracy"]
+        else:
+            low, high = support["ci95"]
+            assert shown["accuracy"].startswith(
+                f"{round(support['value'] * 100)}% {support['correct']}/{support['n']} "
+                f"[{round(low * 100)}–{round(high * 100)}%] κ vs gold"
+            )
+        for other, fields in row["kappa_with"].items():
+            entry = fields["support"]
+            assert (
+                f"{other}: {floatformat(entry['kappa'], 2)} n={entry['n']}" in shown["kappa-with"]
+            )
+    # carol's drift: marked on her row, and the checks that raised it named there
+    assert cells(html).drift == ["carol"]
+    carol = report["carol"]
+    assert carol["drift"]["flag"]
+    named = ", ".join(str(check) for check in carol["drift"]["checks"])
+    assert squash(page["carol"]["drift-checks"]) == named
+    assert "<strong>Drift: carol</strong>" in html
+    # the matrix: each pair's kappa and n
+    alice_carol = carol["kappa_with"]["alice"]["support"]
+    assert f'data-pair="carol|alice">{floatformat(alice_carol["kappa"], 2)}' in html
+
+
+def test_the_table_sorts_on_the_server_by_a_link_and_by_its_htmx_partial(project, as_lead):
+    report = reviewers_report(project)["reviewers"]
+    by_tasks = [r["username"] for r in sorted(report, key=lambda r: -r["tasks"])]
+    page = as_lead.get(url(project, sort="-tasks")).content.decode()
+    assert [name for name, _ in cells(page).rows] == by_tasks
+    assert '<a href="?sort=tasks&amp;field=support"' in page  # the current column turns round
+    # an undefined figure sorts last whichever way
+    timed = sorted((r for r in report if r["per_day"] is not None), key=lambda r: r["per_day"])
+    for order, expected in (("per_day", timed), ("-per_day", timed[::-1])):
+        page = as_lead.get(url(project, sort=order)).content.decode()
+        assert [name for name, _ in cells(page).rows] == [r["username"] for r in expected] + ["bob"]
+    partial = as_lead.get(url(project, sort="-tasks"), HTTP_HX_REQUEST="true")
+    body = partial.content.decode()
+    assert body.lstrip().startswith('<div class="card flush" id="reviewers-table">')
+    assert "<html" not in body
+    assert [name for name, _ in cells(body).rows] == by_tasks
+    # an unknown column is the default order, not an error
+    page = as_lead.get(url(project, sort="drop table")).content.decode()
+    assert [name for name, _ in cells(page).rows] == ["alice", "bob", "carol"]
+
+
+def test_a_stored_page_costs_a_fixed_number_of_queries(project, as_lead, django_assert_num_queries):
+    as_lead.get(url(project))  # computed once and stored for this revision
+    computed.clear()
+    with django_assert_num_queries(5):
+        response = as_lead.get(url(project))
+    assert b'data-report-freshness="current"' in response.content
+    with django_assert_num_queries(5):
+        as_lead.get(url(project, sort="-median", field="severity"))
+
+
+def test_the_csv_is_the_table(project, as_lead):
+    report = {row["username"]: row for row in reviewers_report(project)["reviewers"]}
+    response = as_lead.get(url(project, format="csv", sort="-tasks"))
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["username"] for r in rows] == [
+        r["username"] for r in sorted(report.values(), key=lambda r: -r["tasks"])
+    ]
+    for line in rows:
+        row = report[line["username"]]
+        assert int(line["tasks"]) == row["tasks"]
+        assert int(line["checks"]) == row["checks"]["n"]
+        median = row["seconds_per_claim"]["median"]
+        assert line["seconds_per_claim_median"] == ("" if median is None else str(median))
+        assert line["drift_flag"] == ("true" if row["drift"]["flag"] else "false")
+        assert line["drift_checks"] == " ".join(map(str, row["drift"]["checks"]))
+        support = row["checks"]["accuracy"]["support"]
+        assert line["accuracy_support_n"] == str(support["n"])
+        for other, fields in row["kappa_with"].items():
+            assert float(line[f"kappa_support_with_{other}"]) == pytest.approx(
+                fields["support"]["kappa"]
+            )
+            assert int(line[f"n_support_with_{other}"]) == fields["support"]["n"]
+    # an undefined figure is an empty cell, its reason in the last column
+    bob = next(line for line in rows if line["username"] == "bob")
+    assert bob["seconds_per_claim_median"] == bob["per_day"] == ""
+    assert "imported label sets carry no time" in bob["undefined"]
+
+
+def test_the_api_answers_the_stored_report_to_the_lead_only(
+    project, lead, reviewer_a, reviewer_b, outsider
+):
+    path = f"/api/v1/projects/{project.slug}/reviewers/"
+    response = token_client(lead).get(path)
+    assert response.status_code == 200
+    assert response.json() == reviewers_report(project)
+    assert response["Report-Current"] == "true"
+    assert token_client(reviewer_a).get(path).status_code == 403
+    assert token_client(reviewer_b).get(path).status_code == 403
+    assert token_client(outsider).get(path).status_code == 404
+    assert token_client(None).get(path).status_code in (401, 403)
+
+
+def test_only_the_lead_reaches_the_page(client, project, lead, reviewer_a, reviewer_b, outsider):
+    for person, status in ((reviewer_a, 404), (reviewer_b, 404), (outsider, 404), (lead, 200)):
+        client.logout()
+        client.login(username=person.username, password=PASSWORD)
+        assert client.get(url(project)).status_code == status, person.username
+        assert client.get(url(project, format="csv")).status_code == status, person.username
+    client.logout()
+    assert client.get(url(project)).status_code == 302  # to the login page
+
+
+def test_the_lead_s_tabs_lead_to_the_page(project, as_lead):
+    page = as_lead.get(reverse("agreement", kwargs={"slug": project.slug})).content.decode()
+    assert f'href="{url(project)}"' in page
+    mine = as_lead.get(url(project)).content.decode()
+    assert f'href="{url(project)}" aria-current="page">Reviewers</a>' in mine
+
+
+def test_a_large_projects_first_table_is_computed_by_a_worker_while_the_page_waits(
+    project, as_lead, lead, database_tasks, settings
+):
+    settings.CLAIMDESK_REPORT_INLINE_MAX_ROWS = 10
+    page = as_lead.get(url(project)).content.decode()
+    assert 'data-report-freshness="pending"' in page and 'id="reviewers-table"' not in page
+    assert 'role="status" aria-live="polite"' in page
+    api = token_client(lead).get(f"/api/v1/projects/{project.slug}/reviewers/")
+    assert api.status_code == 202 and api["Retry-After"]
+    (task,) = DBTaskResult.objects.all()
+    refresh_report.call(*task.args_kwargs["args"])
+    page = as_lead.get(url(project)).content.decode()
+    assert 'data-report-freshness="current"' in page and 'id="reviewers-table"' in page
+    assert token_client(lead).get(f"/api/v1/projects/{project.slug}/reviewers/").status_code == 200
+
+
+def test_the_api_costs_a_fixed_number_of_queries(project, lead, django_assert_num_queries):
+    client = token_client(lead)
+    path = f"/api/v1/projects/{project.slug}/reviewers/"
+    assert client.get(path).status_code == 200  # computed once and stored
+    computed.clear()
+    with django_assert_num_queries(5):
+        assert client.get(path).status_code == 200
