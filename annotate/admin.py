@@ -69,6 +69,9 @@ class ProjectAdmin(RevisionHistoryAdmin):  # "History": who changed what
     list_filter = ["state"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
+    # Guidelines change on the guidelines page (annotate.projects.services.update_guidelines),
+    # which keeps each text as a version: an edit here would change the text without one.
+    readonly_fields = ["guidelines", "guidelines_version", "guidelines_changed_at"]
 
 
 @admin.register(models.Membership)

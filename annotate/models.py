@@ -74,7 +74,13 @@ class Project(KeepsRevisions):
     overlap = models.PositiveSmallIntegerField(
         default=2, help_text="How many reviewers label each answer independently."
     )
+    # The current guidelines: the text of GuidelineVersion number `guidelines_version` (0: none
+    # written yet), kept on the project so that the labelling page, which reads the project in
+    # its one task query, shows the version and its date without a query of its own.
+    # annotate.projects.services.update_guidelines writes all three and the version together.
     guidelines = models.TextField(blank=True)
+    guidelines_version = models.PositiveIntegerField(default=0)
+    guidelines_changed_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
     label_schema = models.JSONField(
         default=default_schema,
@@ -120,6 +126,38 @@ class Project(KeepsRevisions):
     @property
     def schema(self) -> LabelSchema:
         return LabelSchema.of(self.label_schema)
+
+
+class GuidelineVersion(models.Model):
+    """One version of a project's guidelines, numbered 1, 2 ... in the order they were saved:
+    every edit of the text adds one, none is ever changed. Label sets (Assignment) and
+    decisions (Decision) record the number current when they were made."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="guideline_versions", db_index=False
+    )
+    number = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who saved it; empty for the version made from the text found at migration.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_id", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "number"], name="one_guideline_version_a_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"guidelines v{self.number} of project {self.project_id}"
 
 
 class Membership(models.Model):
@@ -491,6 +529,10 @@ class Assignment(models.Model):
     failure_labels = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
     revision = models.PositiveIntegerField(default=0, help_text="How many times submitted.")
+    # The project's guidelines version when the label set was submitted (or imported); 0: the
+    # project had no guidelines then. A reopened and resubmitted task takes the version of
+    # its last submission.
+    guideline_version = models.PositiveIntegerField(default=0)
     # The answer-level draft's save counter. A save names the version it was made from; one
     # naming an older version (another tab saved in between) is refused, never applied.
     draft_version = models.PositiveIntegerField(default=0)
@@ -620,6 +662,8 @@ class Decision(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+    # The project's guidelines version the lead decided under (0: none written then).
+    guideline_version = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["answer_id", "claim_id", "field", "decided_at", "pk"]
@@ -627,6 +671,38 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field} = {self.value!r}"
+
+
+class Reaudit(models.Model):
+    """A lead's answer, after the guidelines changed, to gold decided under an older version
+    (annotate.adjudication.reaudit): `keep` says the answer's gold stands under version
+    `guideline_version`; `reopen` puts the answer back in the adjudication queue until a lead
+    saves its adjudication again (`closed_at`, under `closed_version`). Rows are only added,
+    and closed once."""
+
+    class Action(models.TextChoices):
+        KEEP = "keep", "kept"
+        REOPEN = "reopen", "re-opened"
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="reaudits", db_index=False
+    )
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="reaudits")
+    action = models.CharField(max_length=10, choices=Action)
+    guideline_version = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_version = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project_id", "created_at", "pk"]
+        indexes = [models.Index(fields=["project", "action"], name="reaudit_project_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.answer_id} under v{self.guideline_version}"
 
 
 class Flag(models.Model):

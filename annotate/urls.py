@@ -42,6 +42,17 @@ urlpatterns = [
     path("p/<slug:slug>/upload/", imports.project_upload, name="project_upload"),
     path("p/<slug:slug>/members/", members.members, name="members"),
     path("p/<slug:slug>/guidelines/", projects.guidelines, name="guidelines"),
+    path("p/<slug:slug>/guidelines/reaudit/", adjudication.reaudit_page, name="reaudit"),
+    path(
+        "p/<slug:slug>/guidelines/reaudit/keep/",
+        adjudication.reaudit_keep_all,
+        name="reaudit_keep_all",
+    ),
+    path(
+        "p/<slug:slug>/guidelines/reaudit/<int:number>/",
+        adjudication.reaudit_action,
+        name="reaudit_action",
+    ),
     path("p/<slug:slug>/claims/", projects.boundaries, name="boundaries"),
     path("p/<slug:slug>/claims/<int:answer_pk>/", projects.boundary_edit, name="boundary_edit"),
     path("p/<slug:slug>/open/", projects.open_project, name="open_labelling"),

@@ -47,6 +47,7 @@ from evaluation.report_kinds import (
     CALIBRATION_PLAN,
     EVALUATION,
     REVIEWERS,
+    agreement_key,
 )
 from evaluation.reports.comparison import compare
 from evaluation.reports.dataset import AGREEMENT_SLICES, SLICES
@@ -66,6 +67,12 @@ REPORT = OpenApiResponse(
 
 class AgreementQuerySerializer(serializers.Serializer):
     slice = serializers.ChoiceField(choices=AGREEMENT_SLICES, required=False)
+    guideline_version = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="Only the label sets made under this version of the guidelines (0: before "
+        "any were written); the report then says which in `guideline_version`.",
+    )
 
 
 class FieldAgreementSerializer(serializers.Serializer):
@@ -96,6 +103,10 @@ class AgreementSerializer(serializers.Serializer):
     identical_label_sets = serializers.BooleanField(
         help_text="Some pair's two label sets are identical on every item they share: one "
         "label set imported twice under two names, not two reviewers."
+    )
+    guideline_version = serializers.IntegerField(
+        allow_null=True,
+        help_text="The guidelines version whose label sets the figures are over; null: all.",
     )
     gold_without_second_reviewer = serializers.DictField(
         help_text="Gold items imported from elsewhere with no second reviewer, so in no "
@@ -434,7 +445,16 @@ class Agreement(LeadView):
     )
     def get(self, request, slug):
         filters = query(AgreementQuerySerializer, request)
-        stored = computed.read(self.project, AGREEMENT)
+        version = filters.get("guideline_version")
+        if version is not None and version > self.project.guidelines_version:
+            raise serializers.ValidationError(
+                {
+                    "guideline_version": [
+                        f"This project's guidelines are at v{self.project.guidelines_version}."
+                    ]
+                }
+            )
+        stored = computed.read(self.project, AGREEMENT, agreement_key(version))
         if stored.pending:
             return being_computed()
         report = stored.result

@@ -22,10 +22,17 @@ COMPARISON = "comparison"
 REVIEWERS = "reviewers"
 
 
+def agreement_key(guideline_version: int | None) -> str:
+    """The stored agreement report's key: "" over every label set, else "guidelines-vN" over
+    those made under version N of the guidelines."""
+    return "" if guideline_version is None else f"guidelines-v{int(guideline_version)}"
+
+
 def _agreement(project: Project, key: str) -> dict:
     from evaluation.reports.agreement import agreement_report  # late import: heavy library (memory)
 
-    return agreement_report(project)
+    version = int(key.removeprefix("guidelines-v")) if key else None
+    return agreement_report(project, guideline_version=version)
 
 
 def _reviewers(project: Project, key: str) -> dict:

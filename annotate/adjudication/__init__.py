@@ -8,8 +8,10 @@
 - selectors: one task as the adjudication screen shows it (AdjudicationScreen: every
   reviewer's values side by side, the gold so far, never the variant), its audit trail, field words;
   the reviewers' flags (flags) and the queue's decided count (decided_of)
+- reaudit: after the guidelines change, the gold decided under older versions
+  (reaudit_list) and the lead's keep or re-open of it (re-opened tasks join the queue)
 - views, forms: the queue page with its filters, its progress and the open flags, the
-  task's screen, resolving a flag
+  task's screen, resolving a flag, the re-audit page
 
 The API's adjudication endpoints are in annotate.api.
 """

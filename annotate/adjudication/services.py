@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from annotate.adjudication import reaudit
 from annotate.common import computed, safe_json
 from annotate.common.errors import ServiceError
 from annotate.gold.pairs import ANSWER_FIELDS, CLAIM_FIELDS, DERIVED, answer_fields, claim_fields
@@ -289,6 +290,13 @@ def adjudicate(
     in between, Conflict is raised and nothing is written, so the second lead can compare and
     save again instead of silently overwriting the first."""
     computed.lock(answer.project_id)  # before the answer's row: computed.lock says why
+    # The guidelines the lead decides under, read under the project's lock (an edit commits
+    # before or after this decision, never halfway).
+    guidelines = (
+        Project.objects.filter(pk=answer.project_id)
+        .values_list("guidelines_version", flat=True)
+        .get()
+    )
     lock = start_adjudication(answer=answer, lead=lead)  # NotYetAdjudicable: not yet
     if lock is None:
         raise ServiceError("This task does not hold two submitted label sets: nothing to decide.")
@@ -311,9 +319,13 @@ def adjudicate(
             value=d.value,
             rationale=(d.rationale.strip() or rationale.strip()),
             decided_by=lead,
+            guideline_version=guidelines,
         )
         for d in decisions
     )
+    # A save of a re-opened task answers the re-open, even one that changes no field (the
+    # lead kept every value under the current guidelines).
+    reaudit.close_reopened(answer=answer, version=guidelines)
     lock.version += 1
     lock.save(update_fields=["version"])
     computed.touch(answer.project_id, answers=[answer.pk])

@@ -10,11 +10,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotate.adjudication import queue, selectors, services
+from annotate.adjudication import queue, reaudit, selectors, services
 from annotate.adjudication.forms import QueueFilterForm, ResolveFlagForm
 from annotate.checks.selectors import is_check
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
+from annotate.common.pages import render_page
 from annotate.common.paging import paginate
 from annotate.common.roles import project_view
 from annotate.gold.pairs import DERIVED, PENDING, answer_fields, claim_fields, pairs_for_project
@@ -193,7 +194,9 @@ def _next_to_adjudicate(request, project, number: int) -> int | None:
             continue
         answer_pk, candidate = upcoming[0]
         answer_pairs, claim_pairs = pairs_for_project(project, answer_ids=[answer_pk])
-        if any(pair.pending for pair in [*answer_pairs, *claim_pairs]):
+        if any(pair.pending for pair in [*answer_pairs, *claim_pairs]) or reaudit.is_reopened(
+            answer_pk
+        ):
             request.session[key] = upcoming
             return candidate
         upcoming.pop(0)  # decided meanwhile, by another lead or in another tab
@@ -310,3 +313,75 @@ def _rationales(screen, request=None) -> dict[str, str]:
         else:
             out[key] = item.rationale
     return out
+
+
+# --- Re-audit after a guidelines change --------------------------------------------------------
+
+REAUDIT_PAGE = 50
+
+
+@require_http_methods(["GET"])
+@project_view(Role.LEAD)
+def reaudit_page(request, project, role):
+    """The gold decided under older guidelines than the current version, oldest version
+    first, a page at a time, each with keep and re-open."""
+    found = reaudit.reaudit_list(project)
+    pager = paginate(found.rows, request.GET, per_page=REAUDIT_PAGE)
+    context = {
+        "project": project,
+        "role": role,
+        "current": "guidelines",
+        "reaudit": found,
+        "pager": pager,
+    }
+    return render_page(request, "annotate/lead/reaudit.html", context, partial="reaudit-table")
+
+
+REAUDIT_DONE = {
+    "keep": "Task {number}: its gold stands under guidelines v{version}.",
+    "reopen": "Task {number} is back in the adjudication queue.",
+}
+
+
+@require_POST
+@project_view(Role.LEAD)
+def reaudit_action(request, project, role, number):
+    """Keep or re-open one task's gold, then back to the list (the same page of it)."""
+    action = request.POST.get("action", "")
+    answer = selectors.answer_by_task_number(project, number)
+    if answer is None:
+        raise Http404("Not found")
+    act = {"keep": reaudit.keep_decision, "reopen": reaudit.reopen_decision}.get(action)
+    if act is None:
+        messages.error(request, "Choose keep or re-open.")
+    else:
+        try:
+            done = act(project=project, answer=answer, lead=request.user)
+        except ServiceError as exc:
+            messages.error(request, f"Task {number}: {exc}")
+        else:
+            done_text = REAUDIT_DONE[action]
+            messages.success(
+                request, done_text.format(number=number, version=done.guideline_version)
+            )
+    page = request.POST.get("page", "")
+    query = f"?page={page}" if page.isascii() and page.isdigit() and len(page) < 6 else ""
+    return redirect(reverse("reaudit", args=[project.slug]) + query)
+
+
+@require_POST
+@project_view(Role.LEAD)
+def reaudit_keep_all(request, project, role):
+    """Keep every listed answer decided under one older version."""
+    raw = request.POST.get("decided_under", "")
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+        messages.error(request, "Choose which version's gold to keep.")
+    else:
+        kept = reaudit.keep_all(project=project, lead=request.user, decided_under=int(raw))
+        under = f"v{raw}" if int(raw) else "no guidelines"
+        messages.success(
+            request,
+            f"Kept {kept} answer{'' if kept == 1 else 's'} decided under {under}: "
+            f"{'it stands' if kept == 1 else 'they stand'} under v{project.guidelines_version}.",
+        )
+    return redirect("reaudit", slug=project.slug)

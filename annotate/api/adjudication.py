@@ -43,6 +43,9 @@ def with_fields_field(serializer_fields, field):
 class QueueItemSerializer(serializers.Serializer):
     task_number = serializers.IntegerField()
     score = serializers.IntegerField(help_text="How serious the disagreement is.")
+    reaudit = serializers.BooleanField(
+        help_text="Re-opened by a lead after the guidelines changed (after the disagreements)."
+    )
 
     def get_fields(self):
         pending = serializers.ListField(child=serializers.CharField(), help_text="Pending fields.")

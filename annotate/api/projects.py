@@ -76,6 +76,12 @@ class ProjectSerializer(serializers.Serializer):
     state = serializers.ChoiceField(source="project.state", choices=Project.State.choices)
     overlap = serializers.IntegerField(source="project.overlap")
     guidelines = serializers.CharField(source="project.guidelines")
+    guidelines_version = serializers.IntegerField(
+        source="project.guidelines_version", help_text="The current version; 0: none written."
+    )
+    guidelines_changed_at = serializers.DateTimeField(
+        source="project.guidelines_changed_at", allow_null=True
+    )
     created_at = serializers.DateTimeField(source="project.created_at")
     opened_at = serializers.DateTimeField(source="project.opened_at", allow_null=True)
     role = serializers.ChoiceField(choices=Role.choices)

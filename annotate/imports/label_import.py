@@ -200,9 +200,15 @@ def _write(project: Project, pending: list[_Pending], progress) -> None:
         progress("writing", 0)
     with transaction.atomic():
         computed.lock(project)  # before the answers' rows: computed.lock says why
+        # Imported label sets count as made under the guidelines current as they are written
+        # (read under the project's lock: an edit commits before or after the import).
+        guidelines = (
+            Project.objects.filter(pk=project.pk).values_list("guidelines_version", flat=True).get()
+        )
         holding = _recount_under_locks(project, pending)
         now = timezone.now()
         for item in pending:
+            item.assignment.guideline_version = guidelines
             item.assignment.status = Assignment.Status.SUBMITTED
             item.assignment.submitted_at = now
             item.assignment.revision = 1

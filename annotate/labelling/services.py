@@ -503,6 +503,8 @@ def submit_labels(*, assignment: Assignment, source: str = "browser") -> LabelEr
     assignment.submitted_at = now
     assignment.undo_until = now + reopen_window()
     assignment.revision += 1
+    # The guidelines it was made under: the project's as read with the assignment.
+    assignment.guideline_version = assignment.project.guidelines_version
     assignment.save()
     computed.touch(assignment.project_id, answers=[assignment.answer_id])
     LabelRevision.objects.create(

@@ -4,7 +4,8 @@
   (import_new_project, import_as_new_project, check_new_slug)
 - access: who may create projects and add anyone to one (the permissions and the setting),
   and the decorator of the new-project page
-- services: a project's settings (update_guidelines, set_label_schema) and the permission
+- services: a project's settings (update_guidelines, which keeps each text as a numbered
+  GuidelineVersion; set_label_schema) and the permission
   to create projects (allow_creating_projects)
 - boundaries: editing claim boundaries in set-up (split, merge, adjust, cite, accept)
 - blinding: what on the labelling screen could tell the variants apart (the set-up check)

@@ -16,6 +16,7 @@ from annotate.models import (
     Assignment,
     Citation,
     Claim,
+    GuidelineVersion,
     Membership,
     Project,
     RetrievedPassage,
@@ -283,3 +284,12 @@ def _split_points(text: str, start: int, end: int) -> list[tuple[int, str]]:
         for i in range(start + 1, end)
         if text[i - 1].isspace() and not text[i].isspace()
     ]
+
+
+def guideline_versions(project: Project) -> list[GuidelineVersion]:
+    """The project's guidelines versions, newest first, with their authors: one query."""
+    return list(
+        GuidelineVersion.objects.filter(project=project)
+        .select_related("author")
+        .order_by("-number")
+    )

@@ -8,15 +8,19 @@ from django.db import transaction
 
 from annotate.common import computed
 from annotate.common.errors import ServiceError
-from annotate.models import Project
+from annotate.models import GuidelineVersion, Project
 from annotate.schema import LabelSchema
 
 # --- Guidelines ------------------------------------------------------------------------------
 
 
 @transaction.atomic
-def update_guidelines(*, project: Project, guidelines: str, overlap: int | None = None) -> Project:
-    """Guidelines may change at any time; overlap only in draft (the queue is built on it)."""
+def update_guidelines(
+    *, project: Project, guidelines: str, overlap: int | None = None, author=None
+) -> Project:
+    """Guidelines may change at any time; overlap only in draft (the queue is built on it).
+    A changed text is a new version (GuidelineVersion, numbered on from the project's
+    current one, with its author and time); the same text saved again is none."""
     project = Project.objects.select_for_update().get(pk=project.pk)
     if overlap is not None and overlap != project.overlap:
         if project.state != Project.State.DRAFT:
@@ -24,8 +28,19 @@ def update_guidelines(*, project: Project, guidelines: str, overlap: int | None 
         if overlap < 1:
             raise ServiceError("Overlap is at least 1 (each answer needs a reviewer).")
         project.overlap = overlap
-    project.guidelines = guidelines
-    project.save(update_fields=["guidelines", "overlap"])
+    fields = ["overlap"]
+    if guidelines != project.guidelines:
+        version = GuidelineVersion.objects.create(
+            project=project,
+            number=project.guidelines_version + 1,
+            text=guidelines,
+            author=author if author is not None and author.is_authenticated else None,
+        )
+        project.guidelines = guidelines
+        project.guidelines_version = version.number
+        project.guidelines_changed_at = version.created_at
+        fields += ["guidelines", "guidelines_version", "guidelines_changed_at"]
+    project.save(update_fields=fields)
     computed.touch(project)
     return project
 

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotate.adjudication.reaudit import reaudit_list
 from annotate.checks.forms import CheckRateForm
 from annotate.common.computed import reports_of
 from annotate.common.errors import ServiceError
@@ -31,6 +32,7 @@ from annotate.projects.selectors import (
     answers_for_boundaries,
     blinding_check,
     boundary_editor,
+    guideline_versions,
     projects_for,
     setup_summary,
 )
@@ -122,15 +124,19 @@ def guidelines(request, project, role):
     form = GuidelinesForm(*posted(request)[:1], project=project)
     if request.method == "POST" and form.is_valid():
         try:
-            update_guidelines(
+            before = project.guidelines_version
+            project = update_guidelines(
                 project=project,
                 guidelines=form.cleaned_data["guidelines"],
                 overlap=form.cleaned_data["overlap"],
+                author=request.user,
             )
         except ServiceError as exc:
             form.add_error("overlap", str(exc))
         else:
-            messages.success(request, "Guidelines saved.")
+            changed = project.guidelines_version != before
+            saved = f"Guidelines saved as v{project.guidelines_version}." if changed else "Saved."
+            messages.success(request, saved)
             return redirect("guidelines", slug=project.slug)
     context = {
         "project": project,
@@ -138,6 +144,9 @@ def guidelines(request, project, role):
         "form": form,
         "rate_form": CheckRateForm(initial={"check_rate": project.check_rate}),
         "current": "guidelines",
+        "versions": guideline_versions(project),
+        # Labels exist only once labelling opens: before that there is nothing to re-audit.
+        "reaudit": None if project.is_draft else reaudit_list(project),
     }
     status = 400 if request.method == "POST" else 200
     return render(request, "annotate/lead/guidelines.html", context, status=status)

@@ -2,8 +2,8 @@
 `configs` naming the folder's Parquet files, task categories, no license: the team chooses
 one), then what the gold holds -- rows by source (agreed, adjudicated, imported, pending),
 the reviewers' agreement per field with its 95% interval, read from the project's agreement
-report (evaluation.reports.agreement), the label schema, and the guideline version and
-calibration-sample design, which claimdesk does not record yet."""
+report (evaluation.reports.agreement), the label schema, the current guidelines version, and
+the calibration-sample design, which claimdesk does not record yet."""
 
 from __future__ import annotations
 
@@ -107,6 +107,17 @@ def agreement_lines(report: dict) -> list[str]:
     return lines
 
 
+def _guidelines(project: Project) -> str:
+    """The guidelines version current when the release is made (each label set records its
+    own: annotate.models.Assignment.guideline_version)."""
+    if not project.guidelines_version:
+        return "none written"
+    changed = project.guidelines_changed_at
+    return f"v{project.guidelines_version}" + (
+        f" (since {changed.date().isoformat()})" if changed else ""
+    )
+
+
 def dataset_card(
     *,
     project: Project,
@@ -174,7 +185,7 @@ def dataset_card(
         "",
         "## Provenance",
         "",
-        f"- guideline version: {NOT_RECORDED}",
+        f"- guideline version: {_guidelines(project)}",
         f"- calibration-sample design: {NOT_RECORDED}",
         "- reviewers are pseudonymous (R1, R2 ... in the order they joined the project)",
         "",

@@ -345,9 +345,18 @@ class Client:
         run_id = self._run_id(project, run)
         return self._report(f"projects/{project}/judge-runs/{run_id}/calibration/", split=split)
 
-    def agreement(self, project: str, *, slice: str | None = None) -> dict:  # noqa: A002
-        """Inter-reviewer agreement per field, slice and reviewer pair."""
-        return self._report(f"projects/{project}/agreement/", slice=slice)
+    def agreement(
+        self,
+        project: str,
+        *,
+        slice: str | None = None,  # noqa: A002
+        guideline_version: int | None = None,
+    ) -> dict:
+        """Inter-reviewer agreement per field, slice and reviewer pair; with
+        `guideline_version`, over the label sets made under that version of the guidelines."""
+        return self._report(
+            f"projects/{project}/agreement/", slice=slice, guideline_version=guideline_version
+        )
 
     def evaluation(
         self,

@@ -148,15 +148,19 @@ class EvidenceSets:
         )
 
 
-def _first_two_sql() -> str:
+def _first_two_sql(guideline_version: int | None = None) -> str:
     """Each answer's first two submitted assignments, numbered 1 and 2; a gold check's label
-    set is never one (annotate.checks)."""
+    set is never one (annotate.checks). With `guideline_version`, of those made under it only
+    (an int() in the SQL: every caller's parameters stay)."""
     assignment = Assignment._meta.db_table
+    version = (
+        "" if guideline_version is None else f"AND guideline_version = {int(guideline_version)}"
+    )
     return f"""
         SELECT id, answer_id, reviewer_id,
                ROW_NUMBER() OVER (PARTITION BY answer_id ORDER BY submitted_at, id) AS side
         FROM "{assignment}"
-        WHERE project_id = %s AND status = 'submitted' AND NOT is_check
+        WHERE project_id = %s AND status = 'submitted' AND NOT is_check {version}
     """
 
 
@@ -195,16 +199,19 @@ def _labels(name: str, schema: LabelSchema) -> tuple:
     return schema.support_labels if name == "support" else LABELS[name]
 
 
-def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
+def aligned_claims(
+    project: Project, *, guideline_version: int | None = None
+) -> tuple[dict[str, Aligned], EvidenceSets]:
     """Claim-level fields of the project's schema, aligned.
 
     The database encodes the labels (CASE ... THEN position), so the main query returns
     integers only and becomes numpy arrays in one step: a loop in Python over 100,000 rows was
     most of the report's time. Citations and evidence, JSON lists and maps, come from two
     smaller queries that skip the pairs where both sides are empty, and only when the schema
-    labels them."""
+    labels them. `guideline_version`: the label sets made under it only."""
     schema = project.schema
     fields = claim_report_fields(schema)
+    firsts = _first_two_sql(guideline_version)
     label, answer, case = ClaimLabel._meta.db_table, Answer._meta.db_table, Case._meta.db_table
     support_labels = schema.support_labels
     params: list = []
@@ -232,7 +239,7 @@ def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
         ]
     )
     sql = f"""
-        WITH firsts AS ({_first_two_sql()})
+        WITH firsts AS ({firsts})
         SELECT fa.answer_id, fa.reviewer_id, fb.reviewer_id,
                CASE WHEN c.answerable THEN 1 ELSE 0 END,
                CASE WHEN c.adversarial THEN 1 ELSE 0 END,
@@ -270,16 +277,18 @@ def aligned_claims(project: Project) -> tuple[dict[str, Aligned], EvidenceSets]:
         )
         for name, (a, b) in encoded.items()
     }
-    out["citation"] = _aligned_citations(project, joins) if "citation" in fields else None
-    evidence = _evidence_sets(project, joins) if schema.claim("evidence") else EvidenceSets()
+    out["citation"] = _aligned_citations(project, joins, firsts) if "citation" in fields else None
+    evidence = (
+        _evidence_sets(project, joins, firsts) if schema.claim("evidence") else EvidenceSets()
+    )
     return {name: out[name] for name in fields}, evidence
 
 
-def _aligned_citations(project: Project, joins: str) -> Aligned:
+def _aligned_citations(project: Project, joins: str, firsts: str) -> Aligned:
     """Each citation both reviewers judged, as one item."""
     aligned = Aligned(CITATION)
     sql = f"""
-        WITH firsts AS ({_first_two_sql()})
+        WITH firsts AS ({firsts})
         SELECT fa.answer_id, fa.reviewer_id, fb.reviewer_id, c.answerable, c.adversarial,
                la.citations, lb.citations
         {joins} AND {_not_empty("la.citations", "{}")} AND {_not_empty("lb.citations", "{}")}
@@ -297,19 +306,19 @@ def _aligned_citations(project: Project, joins: str) -> Aligned:
     return aligned
 
 
-def _evidence_sets(project: Project, joins: str) -> EvidenceSets:
+def _evidence_sets(project: Project, joins: str, firsts: str) -> EvidenceSets:
     """The passages each reviewer chose, for the claims where either chose one; the others
     are counted (`neither`), as evidence_overlap would."""
     evidence = EvidenceSets()
     both_empty = f"{_is_empty('la.evidence_ids', '[]')} AND {_is_empty('lb.evidence_ids', '[]')}"
     sql = f"""
-        WITH firsts AS ({_first_two_sql()})
+        WITH firsts AS ({firsts})
         SELECT c.answerable, c.adversarial, la.evidence_ids, lb.evidence_ids
         {joins} AND NOT ({both_empty})
         ORDER BY fa.answer_id, la.claim_id
     """
     counts = f"""
-        WITH firsts AS ({_first_two_sql()})
+        WITH firsts AS ({firsts})
         SELECT c.answerable, c.adversarial, COUNT(*)
         {joins} AND {both_empty}
         GROUP BY c.answerable, c.adversarial
@@ -343,13 +352,16 @@ def _is_empty(column: str, empty: str) -> str:
     return f"{column} = '{empty}'"
 
 
-def aligned_answers(project: Project) -> dict[str, Aligned]:
+def aligned_answers(
+    project: Project, *, guideline_version: int | None = None
+) -> dict[str, Aligned]:
     """Answer-level fields of the project's schema, aligned. One query. Abstention counts only
-    answers that declined (where both reviewers gave a verdict)."""
+    answers that declined (where both reviewers gave a verdict). `guideline_version`: the
+    label sets made under it only."""
     fields = answer_report_fields(project.schema)
     assignment, answer, case = Assignment._meta.db_table, Answer._meta.db_table, Case._meta.db_table
     sql = f"""
-        WITH firsts AS ({_first_two_sql()})
+        WITH firsts AS ({_first_two_sql(guideline_version)})
         SELECT fa.answer_id, fa.reviewer_id, fb.reviewer_id, c.answerable, c.adversarial,
                aa.relevance, ab.relevance, aa.abstention, ab.abstention
         FROM firsts fa
@@ -388,15 +400,20 @@ def _field_report(name: str, data: Aligned, mask, *, n_boot: int, seed: int) -> 
     return result.as_dict()
 
 
-def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> dict:
+def agreement_report(
+    project: Project, *, n_boot: int = 1000, seed: int = 0, guideline_version: int | None = None
+) -> dict:
     """The `agreement --json` shape of SPEC.md, plus evidence overlap per slice (where the
-    project labels evidence). Fields outside the project's label schema are absent."""
+    project labels evidence). Fields outside the project's label schema are absent. With
+    `guideline_version`, over the label sets made under that version of the guidelines only
+    (an answer counts where two of them are)."""
     schema = project.schema
-    claims, evidence = aligned_claims(project)
-    aligned = {**claims, **aligned_answers(project)}
+    claims, evidence = aligned_claims(project, guideline_version=guideline_version)
+    aligned = {**claims, **aligned_answers(project, guideline_version=guideline_version)}
     fields = tuple(aligned)
     report: dict = {
         "project": project.slug,
+        "guideline_version": guideline_version,
         "slices": {},
         "pairs": [],
         "gold_without_second_reviewer": imported_alone(project).as_dict(),
@@ -413,12 +430,14 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             overlap["neither"] += evidence.neither_in(slice_name)
             section["evidence"] = overlap
         report["slices"][slice_name] = section
-    if label_sets.more_than_two(project):
-        _every_label_set(project, report, fields, n_boot=n_boot, seed=seed)
+    if label_sets.more_than_two(project, guideline_version=guideline_version):
+        _every_label_set(
+            project, report, fields, n_boot=n_boot, seed=seed, guideline_version=guideline_version
+        )
         return report
     pairs = set().union(*(d.pairs() for d in aligned.values()))
     names = _usernames({r for pair in pairs for r in pair})
-    shared = shared_items(project)
+    shared = shared_items(project, guideline_version=guideline_version)
     for pair in sorted(pairs, key=lambda p: (names[p[0]], names[p[1]])):
         entry = {"reviewers": [names[pair[0]], names[pair[1]]]}
         entry.update(_identity(entry["reviewers"], shared.get(pair), schema))
@@ -435,7 +454,15 @@ def agreement_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     return report
 
 
-def _every_label_set(project: Project, report: dict, fields, *, n_boot: int, seed: int) -> None:
+def _every_label_set(
+    project: Project,
+    report: dict,
+    fields,
+    *,
+    n_boot: int,
+    seed: int,
+    guideline_version: int | None = None,
+) -> None:
     """With more than two label sets on some answer (SPEC.md "More than two reviewers"): each
     slice's fields also carry alpha over every label set, and Fleiss' kappa for the nominal
     ones (label_sets.every_label_set); `pairs` holds every pair of reviewers who share an
@@ -445,12 +472,18 @@ def _every_label_set(project: Project, report: dict, fields, *, n_boot: int, see
     schema = project.schema
     labels_of = {name: _labels(name, schema) for name in LABELS}
     every = label_sets.every_label_set(
-        project, fields, labels_of, slices=SLICES, n_boot=n_boot, seed=seed
+        project,
+        fields,
+        labels_of,
+        slices=SLICES,
+        n_boot=n_boot,
+        seed=seed,
+        guideline_version=guideline_version,
     )
     for slice_name, section in every.slices.items():
         for name, keys in section.items():
             report["slices"][slice_name][name] = {**report["slices"][slice_name][name], **keys}
-    shared = shared_items(project, every_pair=True)
+    shared = shared_items(project, every_pair=True, guideline_version=guideline_version)
     found = sorted({pair for by_pair in every.pairs.values() for pair in by_pair})
     for a, b in found:
         entry = {"reviewers": [a, b]}
@@ -481,7 +514,7 @@ ANSWER_LABEL_COLUMNS = ("relevance", "abstention", "failure_labels")
 
 
 def shared_items(
-    project: Project, *, every_pair: bool = False
+    project: Project, *, every_pair: bool = False, guideline_version: int | None = None
 ) -> dict[tuple[int, int], dict[str, int]]:
     """Per reviewer pair (lower id first): the claims and answers both labelled, and how many
     of them differ in any label field; of each answer's first two label sets, or with
@@ -507,7 +540,7 @@ def shared_items(
     for kind, (joins, columns) in queries.items():
         differs = " OR ".join(_distinct(f"la.{c}", f"lb.{c}") for c in columns)
         sql = f"""
-            WITH firsts AS ({_first_two_sql()})
+            WITH firsts AS ({_first_two_sql(guideline_version)})
             SELECT fa.reviewer_id, fb.reviewer_id, COUNT(*),
                    SUM(CASE WHEN {differs} THEN 1 ELSE 0 END)
             FROM firsts fa

@@ -35,18 +35,16 @@ def level_of(name: str) -> str:
     return "ordinal" if name in ORDINAL else "nominal"
 
 
-def more_than_two(project: Project) -> bool:
-    """Whether some answer of the project has more than two submitted label sets. One query."""
-    return (
-        # A gold check's label set is measured against gold, never agreement (annotate.checks).
-        Assignment.objects.filter(
-            project=project, status=Assignment.Status.SUBMITTED, is_check=False
-        )
-        .values("answer_id")
-        .annotate(n=Count("pk"))
-        .filter(n__gt=2)
-        .exists()
+def more_than_two(project: Project, *, guideline_version: int | None = None) -> bool:
+    """Whether some answer of the project has more than two submitted label sets (made under
+    `guideline_version`, when given). One query."""
+    # A gold check's label set is measured against gold, never agreement (annotate.checks).
+    submitted = Assignment.objects.filter(
+        project=project, status=Assignment.Status.SUBMITTED, is_check=False
     )
+    if guideline_version is not None:
+        submitted = submitted.filter(guideline_version=guideline_version)
+    return submitted.values("answer_id").annotate(n=Count("pk")).filter(n__gt=2).exists()
 
 
 @dataclass(frozen=True)
@@ -103,26 +101,35 @@ def _columns(labels, rows: Sequence[tuple]) -> Columns:
     )
 
 
-def _submitted_sql(*, claims: bool = False) -> str:
+def _submitted_sql(*, claims: bool = False, guideline_version: int | None = None) -> str:
     """FROM the project's submitted assignments `s` but gold checks' (with their claim labels
     `l` when `claims`), each with its case `c`; the project's pk is the parameter."""
     assignment = Assignment._meta.db_table
     answer, case, label = Answer._meta.db_table, Case._meta.db_table, ClaimLabel._meta.db_table
     labels = f'JOIN "{label}" l ON l.assignment_id = s.id' if claims else ""
+    version = (
+        "" if guideline_version is None else f"AND s.guideline_version = {int(guideline_version)}"
+    )
     return f"""
         FROM "{assignment}" s
         JOIN "{answer}" an ON an.id = s.answer_id
         JOIN "{case}" c ON c.id = an.case_id
         {labels}
-        WHERE s.project_id = %s AND s.status = 'submitted' AND NOT s.is_check
+        WHERE s.project_id = %s AND s.status = 'submitted' AND NOT s.is_check {version}
     """
 
 
 def read_label_sets(
-    project: Project, fields: Iterable[str], labels_of: dict[str, tuple]
+    project: Project,
+    fields: Iterable[str],
+    labels_of: dict[str, tuple],
+    *,
+    guideline_version: int | None = None,
 ) -> dict[str, Columns]:
     """Every submitted label set of each report field in `fields` (labels_of: every report
-    field's label list, support on the project's scale)."""
+    field's label list, support on the project's scale); with `guideline_version`, those
+    made under that version of the guidelines."""
+    version = guideline_version
     fields = tuple(fields)
     params: list = []
 
@@ -137,7 +144,7 @@ def read_label_sets(
         SELECT l.claim_id, s.answer_id, s.reviewer_id, {flags},
                {code("l.support", support)}, {code("l.severity", severity)},
                CASE WHEN l.requires_evidence THEN 0 ELSE 1 END
-        {_submitted_sql(claims=True)}
+        {_submitted_sql(claims=True, guideline_version=version)}
         ORDER BY s.answer_id, l.claim_id, s.submitted_at, s.id
     """
     out: dict[str, Columns] = {}
@@ -158,19 +165,19 @@ def read_label_sets(
         if name in fields:
             out[name] = _columns(labels_of[name], claim_rows[source.get(name, name)])
     if "citation" in fields:
-        out["citation"] = _citations(project, labels_of["citation"])
+        out["citation"] = _citations(project, labels_of["citation"], version)
     answer_fields = [name for name in ("relevance", "abstention") if name in fields]
     if answer_fields:
-        out.update(_answers(project, answer_fields, labels_of))
+        out.update(_answers(project, answer_fields, labels_of, version))
     return out
 
 
-def _citations(project: Project, labels) -> Columns:
+def _citations(project: Project, labels, version: int | None = None) -> Columns:
     """Each cited passage's verdict per reviewer: an item is a claim's cited passage."""
     empty = "'{}'::jsonb" if connection.vendor == "postgresql" else "'{}'"
     sql = f"""
         SELECT l.claim_id, s.answer_id, s.reviewer_id, c.answerable, c.adversarial, l.citations
-        {_submitted_sql(claims=True)}
+        {_submitted_sql(claims=True, guideline_version=version)}
               AND l.citations <> {empty}
         ORDER BY s.answer_id, l.claim_id, s.submitted_at, s.id
     """
@@ -189,10 +196,12 @@ def _citations(project: Project, labels) -> Columns:
     return _columns(labels, rows)
 
 
-def _answers(project: Project, fields: list[str], labels_of) -> dict[str, Columns]:
+def _answers(
+    project: Project, fields: list[str], labels_of, version: int | None = None
+) -> dict[str, Columns]:
     sql = f"""
         SELECT s.answer_id, s.reviewer_id, c.answerable, c.adversarial, s.relevance, s.abstention
-        {_submitted_sql()}
+        {_submitted_sql(guideline_version=version)}
         ORDER BY s.answer_id, s.submitted_at, s.id
     """
     codes = {name: {value: i for i, value in enumerate(labels_of[name])} for name in fields}
@@ -233,10 +242,12 @@ def every_label_set(
     slices: Iterable[str],
     n_boot: int = 1000,
     seed: int = 0,
+    guideline_version: int | None = None,
 ) -> EveryLabelSet:
     """Alpha and Fleiss' kappa of every field of `fields` in each slice, and every pair's
-    Cohen's kappa (slice all), over all submitted label sets."""
-    columns = read_label_sets(project, fields, labels_of)
+    Cohen's kappa (slice all), over all submitted label sets (those made under
+    `guideline_version`, when given)."""
+    columns = read_label_sets(project, fields, labels_of, guideline_version=guideline_version)
     raters = set().union(*(set(c.rater.tolist()) for c in columns.values()))
     names = _usernames(raters)
     out: dict[str, dict[str, dict]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from annotate.common import computed, csvsafe
@@ -13,7 +13,7 @@ from annotate.common.roles import project_view
 from annotate.models import Role
 from evaluation.caveats import one_label_reason
 from evaluation.intervals import wilson_interval
-from evaluation.report_kinds import AGREEMENT
+from evaluation.report_kinds import AGREEMENT, agreement_key
 from evaluation.reports import charts
 
 FIELD_TITLES = {
@@ -154,7 +154,10 @@ def _kappa_chart(title: str, rows: list[dict]):
 def agreement(request, project, role):
     """The report (stored per revision of the project, annotate.common.computed), as a page
     or as its JSON or CSV download."""
-    stored = computed.read(project, AGREEMENT)
+    version = guideline_version_of(request.GET, project)
+    if version is False:
+        raise Http404("No such guidelines version")
+    stored = computed.read(project, AGREEMENT, agreement_key(version))
     answer = computed.pending_answer(
         request, stored, project=project, role=role, title="Reviewer agreement", current="agreement"
     )
@@ -208,8 +211,29 @@ def agreement(request, project, role):
             "stored": stored,
             # Gold with no second reviewer: in no figure here, said so beside them.
             "imported": report.get("gold_without_second_reviewer") or {},
+            "guideline_version": version,
+            "version_query": "" if version is None else f"guideline_version={version}&",
+            "version_choices": [
+                (n, f"guidelines v{n}" if n else "no guidelines")
+                for n in range(project.guidelines_version, -1, -1)
+            ]
+            if project.guidelines_version
+            else [],
         },
     )
+
+
+def guideline_version_of(query, project) -> int | None | bool:
+    """The `guideline_version` a request asks for: None for every label set, a version
+    number (0: label sets made before any guidelines), or False for one the project never
+    had (the page answers 404)."""
+    raw = query.get("guideline_version", "")
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+        return False
+    number = int(raw)
+    return number if number <= project.guidelines_version else False
 
 
 def _csv(project, report) -> HttpResponse:

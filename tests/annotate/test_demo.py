@@ -17,6 +17,10 @@ def test_load_demo_loads_once_and_prints_the_logins():
     call_command("load_demo", stdout=out)
     project = Project.objects.get(slug="demo")
     assert project.state == "open" and project.guidelines
+    # its labels under guidelines v1, the guidelines since at v2: the re-audit has data
+    assert project.guidelines_version == 2
+    versions = set(Assignment.objects.filter(project=project).values_list("guideline_version"))
+    assert versions == {(1,)}
     assert project.answers.count() == 60 and project.cases.count() == 30
     assert Assignment.objects.filter(project=project, status="submitted").count() == 80 + 12
     assert project.overlap == 3

@@ -159,7 +159,7 @@ def test_the_card_counts_and_kappas_are_the_agreement_reports_and_the_gold_pages
         low, high = figures["ci95"]
         assert interval == f"[{low:.3f}, {high:.3f}]"
         assert raw == f"{figures['raw_agreement']:.3f}"
-    assert "guideline version: not recorded" in body
+    assert "guideline version: none written" in body  # the demo of these tests has none
     assert "calibration-sample design: not recorded" in body
     assert "claim fields: severity, requires_evidence, evidence, citations" in body
 

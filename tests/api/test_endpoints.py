@@ -367,7 +367,7 @@ def test_the_adjudication_queue_is_served_most_serious_first_and_filters(demo, l
     queue = client.get(f"{API}/projects/demo/adjudication/?limit=500").json()
     expected = adjudication_queue(demo)
     assert [item["task_number"] for item in queue["results"]] == [d.task_number for d in expected]
-    assert set(queue["results"][0]) == {"task_number", "score", "fields"}
+    assert set(queue["results"][0]) == {"task_number", "score", "fields", "reaudit"}
     support = client.get(f"{API}/projects/demo/adjudication/?field=support&limit=500").json()
     assert support["count"] == sum("support" in d.fields for d in expected)
     answerable = client.get(f"{API}/projects/demo/adjudication/?slice=unanswerable").json()

@@ -18,6 +18,7 @@ from annotate.labelling.services import flag_task
 from annotate.members.services import add_member
 from annotate.models import Answer, Assignment, Project, Role, WebhookDelivery
 from annotate.projects.opening import open_labelling
+from annotate.projects.services import update_guidelines
 from annotate.webhooks.services import EVENTS, register_endpoint
 from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
@@ -35,11 +36,14 @@ def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
     for person in (reviewer_a, reviewer_b, outsider):
         add_member(project=project, username=person.username, role=Role.REVIEWER)
     add_member(project=project, username=lead.username, role=Role.LEAD)
-    project.guidelines = "Label what the passages permit."
-    project.save(update_fields=["guidelines"])
+    project = update_guidelines(project=project, guidelines="Label what the passages permit.")
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
+    # A second version after the labels: the re-audit page has gold to list.
+    project = update_guidelines(
+        project=project, guidelines="Label what the passages permit. Dates must match."
+    )
     with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
         import_judge_run(lines=stream, project=project, user=lead)
     return project
@@ -156,10 +160,12 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
         "/p/demo/setup/",
         "/p/demo/members/",
         "/p/demo/guidelines/",
+        "/p/demo/guidelines/reaudit/",
         "/p/demo/upload/",
         "/p/demo/claims/",
         f"/p/demo/claims/{answer.pk}/",
         "/p/demo/agreement/",
+        "/p/demo/agreement/?guideline_version=1",
         "/p/demo/reviewers/",
         "/p/demo/adjudicate/",
         "/p/demo/gold/",

@@ -89,6 +89,7 @@ def test_a_lead_s_pages_raise_no_csp_violation(page, demo, lead, violations):
         "/p/demo/upload/",
         "/p/demo/members/",
         "/p/demo/guidelines/",
+        "/p/demo/guidelines/reaudit/",
         "/p/demo/claims/",
         "/p/demo/agreement/",
         "/p/demo/reviewers/",

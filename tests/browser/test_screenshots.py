@@ -14,9 +14,11 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.imports.label_import import import_labels
+from annotate.management.commands.load_demo import GUIDELINES, GUIDELINES_V2
 from annotate.members.services import add_member
 from annotate.models import Project, Role
 from annotate.projects.opening import open_labelling
+from annotate.projects.services import update_guidelines
 from evaluation.judges.runs import import_judge_run
 from evaluation.models import JudgeRun
 from tests.conftest import ARTIFACTS, FIXTURES, import_fixture, login, screenshot
@@ -33,9 +35,12 @@ def demo(reviewer_a, reviewer_b, lead, outsider) -> Project:
     for person in (reviewer_a, reviewer_b, outsider):
         add_member(project=project, username=person.username, role=Role.REVIEWER)
     add_member(project=project, username=lead.username, role=Role.LEAD)
+    update_guidelines(project=project, guidelines=GUIDELINES, author=lead)
     project = open_labelling(project=project)
     with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
         import_labels(lines=stream, project=project)
+    # v2 after the labels: the labelling screen shows v2, the re-audit lists the v1 gold
+    project = update_guidelines(project=project, guidelines=GUIDELINES_V2, author=lead)
     with open(FIXTURES / "demo_judge_run.jsonl", "rb") as stream:
         import_judge_run(lines=stream, project=project, user=lead)
     return project
@@ -116,6 +121,8 @@ def test_screenshots_of_the_lead_screens(browser, live_server, demo, lead, size)
             ("judges", "/p/demo/judges/"),
             ("members", "/p/demo/members/"),
             ("reviewers", "/p/demo/reviewers/"),
+            ("guidelines", "/p/demo/guidelines/"),
+            ("reaudit", "/p/demo/guidelines/reaudit/"),
             ("docs", "/docs/bundle-format/"),
         ]
         for name, path in shots:

@@ -237,6 +237,10 @@ def test_calibration_agreement_and_evaluation(claimdesk, demo):
     agreement = claimdesk.agreement(demo)
     assert agreement["project"] == "demo" and agreement["slices"]["all"]["support"]["n"] > 0
     assert set(claimdesk.agreement(demo, slice="answerable")["slices"]) == {"answerable"}
+    # no guidelines were written in this demo: every label set was made under "none" (0)
+    unversioned = claimdesk.agreement(demo, guideline_version=0)
+    assert unversioned["guideline_version"] == 0
+    assert unversioned["slices"] == agreement["slices"]
 
     evaluation = claimdesk.evaluation(demo)
     assert set(evaluation["variants"]) == {"baseline", "verifier"}

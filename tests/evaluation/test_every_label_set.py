@@ -256,6 +256,23 @@ def test_a_project_of_pairs_keeps_its_report_as_it_was(reviewer_a, reviewer_b, l
     assert [p["reviewers"] for p in report["pairs"]] == [["alice", "bob"]]
 
 
+def test_agreement_per_guideline_version_reads_only_that_versions_label_sets(three, reviewer_c):
+    """carol's label sets made under version 2: version 1's report is the pair's alone (no
+    alpha: two label sets an answer), version 2's has too few to compare, and the report of
+    every version is the one of three raters."""
+    from annotate.models import Assignment
+
+    Assignment.objects.filter(project=three).update(guideline_version=1)
+    Assignment.objects.filter(project=three, reviewer=reviewer_c).update(guideline_version=2)
+    first = agreement_report(three, n_boot=0, guideline_version=1)
+    assert not any("alpha" in stats for stats in first["slices"]["all"].values())
+    assert [p["reviewers"] for p in first["pairs"]] == [["alice", "bob"]]
+    second = agreement_report(three, n_boot=0, guideline_version=2)
+    assert second["slices"]["all"]["support"]["n"] == 0 and second["pairs"] == []
+    every = agreement_report(three, n_boot=0)
+    assert every["slices"]["all"]["support"]["raters"] == 3
+
+
 # --- Gold ---------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from annotate.imports.lines import BundleInvalid
 from annotate.members.services import add_member, allow_adding_anyone
 from annotate.models import Answer, Project, Role
 from annotate.projects.opening import open_labelling
-from annotate.projects.services import allow_creating_projects
+from annotate.projects.services import allow_creating_projects, update_guidelines
 
 FIXTURES = Path(settings.BASE_DIR) / "fixtures"
 SLUG = "demo"
@@ -50,6 +50,15 @@ Scored apart from correctness.
 Abstention: appropriate when the passages shown cannot support an answer; unnecessary when
 they can, whatever the notes might contain elsewhere.
 """
+# The rule the lead adds once the two reviewers' labels are in: the demo's guidelines are at v2,
+# its labels and gold at v1, so the re-audit page and agreement per version have data.
+GUIDELINES_V2 = (
+    GUIDELINES
+    + """
+Dates and deadlines: supported only when the passage gives the same day; a week or a month
+that contains it is insufficient evidence.
+"""
+)
 
 
 class Command(BaseCommand):
@@ -106,11 +115,11 @@ def load() -> Project:
     lead = project.memberships.get(user__username=DEMO_LEAD).user
     allow_creating_projects(user=lead)
     allow_adding_anyone(user=lead)
-    project.guidelines = GUIDELINES
     # Three reviewers may label each answer (set while the project is a draft, as the set-up
     # page does): carol is the third on part of them.
-    project.overlap = DEMO_OVERLAP
-    project.save(update_fields=["guidelines", "overlap"])
+    project = update_guidelines(
+        project=project, guidelines=GUIDELINES, overlap=DEMO_OVERLAP, author=lead
+    )
     project = open_labelling(project=project)
     # The pairs first, then the third reviewer: label sets are ordered by submission, so carol
     # is reviewer C wherever she labelled.
@@ -121,4 +130,4 @@ def load() -> Project:
     checks = list(decided.values_list("answer_id", flat=True)[:DEMO_CHECKS])
     if checks:
         mark_checks(project=project, lead=lead, answer_ids=checks)
-    return project
+    return update_guidelines(project=project, guidelines=GUIDELINES_V2, author=lead)

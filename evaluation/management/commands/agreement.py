@@ -18,12 +18,30 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="project slug")
         parser.add_argument("--json", action="store_true", help="print the JSON report")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        parser.add_argument(
+            "--guideline-version",
+            type=int,
+            default=None,
+            metavar="N",
+            help="only the label sets made under version N of the guidelines (0: before any)",
+        )
 
-    def handle(self, *args, project, json: bool, seed: int, **options):
+    def handle(self, *args, project, json: bool, seed: int, guideline_version, **options):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"No project '{project}'.")
-        report = agreement_report(found, seed=seed)
+        if guideline_version is not None and not 0 <= guideline_version <= found.guidelines_version:
+            raise CommandError(
+                f"No guidelines version {guideline_version} in '{project}': its guidelines are "
+                f"at v{found.guidelines_version}."
+            )
+        report = agreement_report(found, seed=seed, guideline_version=guideline_version)
+        if guideline_version is not None and not json:
+            self.stdout.write(
+                f"Label sets made under guidelines v{guideline_version} only"
+                if guideline_version
+                else "Label sets made before any guidelines only"
+            )
         if json:
             self.stdout.write(_dumps(report))
             return
