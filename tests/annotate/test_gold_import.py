@@ -336,10 +336,10 @@ def test_the_export_reads_imported_gold_in_a_fixed_number_of_queries_per_chunk(
     monkeypatch.setattr(exports, "GOLD_CHUNK", 5)
     answers = len({row["answer_id"] for row in whole})
     chunks = -(-answers // 5)
-    # fingerprint (5), pseudonyms, human kappas (2), the answers chosen (2), then per chunk:
-    # assignments, claim labels, decisions, imported answers and claims, and the chunk's
-    # retrieved passages, answers, citations and claims
-    with django_assert_num_queries(10 + 9 * chunks):
+    # fingerprint (6: its calibration samples' one), pseudonyms, human kappas (2), the answers
+    # chosen (2), then per chunk: assignments, claim labels, decisions, imported answers and
+    # claims, and the chunk's retrieved passages, answers, citations and claims
+    with django_assert_num_queries(11 + 9 * chunks):
         rows = list(gold_rows(mixed))
     assert rows == whole
 
