@@ -7,6 +7,7 @@ CLAIMDESK_TASKS). Moving to Django 6 is changing the imports below to `django.ta
 
 from django_tasks import TaskResultStatus, default_task_backend, task, task_backends
 from django_tasks.backends.immediate import ImmediateBackend
+from django_tasks.exceptions import TaskResultDoesNotExist
 
 try:
     from redis.exceptions import RedisError
@@ -45,6 +46,18 @@ def send(task, *args):
         return task.enqueue(*args)
     except _connection_errors() as exc:
         raise BackendUnavailable(f"the task backend does not answer: {exc}") from exc
+
+
+def task_alive(task, task_id: str) -> bool:
+    """Whether the backend still holds the task `task_id` of `task`, waiting or running. A
+    backend that cannot be reached raises BackendUnavailable: nobody can tell then."""
+    try:
+        result = task.get_result(task_id)
+    except TaskResultDoesNotExist:
+        return False
+    except _connection_errors() as exc:
+        raise BackendUnavailable(f"the task backend does not answer: {exc}") from exc
+    return result.status in (TaskResultStatus.READY, TaskResultStatus.RUNNING)
 
 
 def runs_in_process() -> bool:

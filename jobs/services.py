@@ -137,6 +137,41 @@ def resume_stalled() -> list[Job]:
     return changed
 
 
+def resend_lost() -> list[Job]:
+    """Send again the task of every queued job whose task the backend no longer holds (not
+    waiting, not running): with RQ, a task a worker took from Redis and then lost -- its
+    process killed, or Redis gone, before the job started -- left the job queued for nobody
+    (the chaos soak saw one after a worker kill and a Redis restart 16 s apart). The
+    database backend's task commits with its job and is never lost so. Each job is changed
+    under its row lock; a task delivered twice runs once. Called beside resume_stalled."""
+    if framework.enqueues_in_transaction():
+        return []
+    sent = []
+    for pk, task_id in (
+        Job.objects.filter(status=Job.Status.QUEUED)
+        .exclude(task_id="")
+        .values_list("pk", "task_id")
+    ):
+        if framework.task_alive(run_job, task_id):
+            continue
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(skip_locked=True)
+                .filter(pk=pk, status=Job.Status.QUEUED, task_id=task_id)
+                .first()
+            )
+            if job is None:
+                continue  # started, retried or resent meanwhile
+            job.task_id = ""
+            job.save(update_fields=["task_id"])
+            enqueue(job, locked=True)
+            logger.warning(
+                "job %s: its task %s was lost by the task backend; sent again", pk, task_id
+            )
+        sent.append(job)
+    return sent
+
+
 def discard_outputs(job: Job, *, keep: str = "") -> None:
     """Remove what attempts of `job` wrote under exports/ and no longer need: a file an attempt
     was killed in the middle of, or one a superseded attempt finished -- every file named

@@ -68,3 +68,33 @@ def test_an_import_queued_in_redis_is_run_by_an_rq_worker(rq_tasks, workers, lea
         "RQ's record of the task",
         timeout=30,
     )
+
+
+def test_a_queued_job_whose_task_redis_lost_is_sent_again(rq_tasks, workers, lead, tmp_path):
+    """A task a worker took from Redis and lost before the job started (its process killed,
+    Redis restarted) left the job queued for nobody: a worker's resumer sends it again, and
+    the job runs. Jobs whose task is still waiting are left alone."""
+    import redis
+    from rq.job import Job as RQJob
+
+    from jobs import services
+
+    bundle = write_bundle(tmp_path / "b.jsonl", 50)
+    job = accept.start_import(
+        kind=Job.Kind.BUNDLE_IMPORT,
+        user=lead,
+        upload=SimpleUploadedFile("b.jsonl", bundle.read_bytes()),
+        slug="lost-task",
+        params={},
+    )
+    lost = job.task_id
+    assert services.resend_lost() == []  # its task waits in Redis: nothing to do
+    connection = redis.Redis.from_url(REDIS_URL)
+    RQJob.fetch(lost, connection=connection).delete()  # gone, as a lost task is
+    assert [j.pk for j in services.resend_lost()] == [job.pk]
+    job.refresh_from_db()
+    assert job.status == Job.Status.QUEUED and job.task_id and job.task_id != lost
+    workers(CLAIMDESK_TASKS="rq", REDIS_URL=REDIS_URL)
+    wait_for(lambda: Job.objects.get(pk=job.pk).finished, "the RQ worker", timeout=120)
+    assert Job.objects.get(pk=job.pk).status == Job.Status.SUCCEEDED
+    assert Answer.objects.filter(project__slug="lost-task").count() == 50

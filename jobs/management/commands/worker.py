@@ -273,6 +273,7 @@ class Resumer(threading.Thread):
             while not self._stopped.wait(wait):
                 try:
                     services.resume_stalled()
+                    services.resend_lost()
                 except (DatabaseFailure, framework.BackendUnavailable) as exc:
                     wait = backoff(failures)
                     failures += 1
