@@ -693,7 +693,24 @@
   root.addEventListener("focusin", (event) => {
     const passage = event.target.closest(".passage");
     if (passage) currentPassage = passage;
+    clearOfTaskBar(event.target);
   });
+
+  // The sticky task bar never covers the control that has focus. The CSS scroll-padding
+  // covers a scroll the browser makes to reach a control out of view, not one already on
+  // screen under the bar, and the bar grows when its status wraps: measured here instead.
+  const taskBar = document.getElementById("task-bar");
+  function clearOfTaskBar(el) {
+    if (!taskBar || taskBar.contains(el)) return;
+    const covered = el.getBoundingClientRect().bottom - taskBar.getBoundingClientRect().top;
+    if (covered <= 0) return;
+    let scroller = el.parentElement;
+    while (scroller && !(/(auto|scroll)/.test(getComputedStyle(scroller).overflowY) &&
+                         scroller.scrollHeight > scroller.clientHeight)) {
+      scroller = scroller.parentElement;
+    }
+    (scroller || document.scrollingElement).scrollBy(0, covered + 8);
+  }
   root.addEventListener("focusout", (event) => {
     if (event.target.classList.contains("passage-text")) {
       window.setTimeout(highlight, 0);
