@@ -71,7 +71,11 @@ def test_a_lead_watches_a_big_import_survives_a_reload_and_lands_on_set_up(
                 screenshot(page, "import-progress")
                 page.reload()
                 reloaded = True
-                assert page.url == job_url
+                if page.url != job_url:
+                    # It finished while the page reloaded: the job page sends a finished
+                    # import on to its project's set-up, as it does below.
+                    assert Job.objects.get().status == Job.Status.SUCCEEDED, page.url
+                    break
                 if Job.objects.get().status == Job.Status.RUNNING:
                     expect(page.locator("progress[data-job-progress]")).to_be_visible()
         page.wait_for_timeout(200)
