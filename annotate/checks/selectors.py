@@ -37,15 +37,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
-
 from annotate.common import computed
 from annotate.gold.pairs import (
     ADJUDICATED,
     AGREED,
     answer_fields,
     claim_fields,
+    claim_label_values,
     claim_values,
     comparable,
     pairs_for_project,
@@ -177,18 +175,7 @@ def check_results(project: Project) -> dict[int, ReviewerChecks]:
     claim_labels: dict[int, dict[int, dict]] = defaultdict(dict)
     labels = (
         ClaimLabel.objects.filter(assignment_id__in=[row["pk"] for row in rows])
-        .values_list(
-            "assignment_id",
-            "claim_id",
-            "claim__ordinal",
-            "support",
-            "severity",
-            "requires_evidence",
-            Cast("citations", TextField()),
-            Cast("evidence_ids", TextField()),
-            "evidence_quote",
-            "note",
-        )
+        .values_list(*claim_label_values())
         .order_by("claim_id")
     )
     for row in labels:

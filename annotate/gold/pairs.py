@@ -197,6 +197,23 @@ def _json_text(text: str | None):
 _MISSING = object()
 
 
+def claim_label_values() -> tuple:
+    """The columns a claim label is read with (values_list), the JSON ones as text: decoded
+    by the reader, which is faster than Django's decoding row by row."""
+    return (
+        "assignment_id",
+        "claim_id",
+        "claim__ordinal",
+        "support",
+        "severity",
+        "requires_evidence",
+        Cast("citations", TextField()),
+        Cast("evidence_ids", TextField()),
+        "evidence_quote",
+        "note",
+    )
+
+
 @collector.paused()
 def pairs_for_project(
     project: Project, *, answer_ids=None
@@ -251,18 +268,7 @@ def pairs_for_project(
     labels = ClaimLabel.objects.filter(assignment_id__among=list(chosen))
     if answer_ids is not None:
         labels = labels.filter(claim__answer_id__among=list(answer_pairs))
-    labels = labels.values_list(
-        "assignment_id",
-        "claim_id",
-        "claim__ordinal",
-        "support",
-        "severity",
-        "requires_evidence",
-        Cast("citations", TextField()),
-        Cast("evidence_ids", TextField()),
-        "evidence_quote",
-        "note",
-    )
+    labels = labels.values_list(*claim_label_values())
     for row in labels.order_by("claim_id"):
         assignment_id, claim_id, ordinal = row[0], row[1], row[2]
         answer_id, side = chosen[assignment_id]
