@@ -159,8 +159,27 @@ def split_fields(rows: list[FieldRow]) -> tuple[list[FieldRow], list[FieldRow]]:
     return open_, [r for r in rows if r not in open_]
 
 
+class _Notes:
+    """Each label set's note (`notes`, in submission order), as the screen names them: A and
+    B, and lettered for every reviewer."""
+
+    notes: list[str]
+
+    @property
+    def note_a(self) -> str:
+        return self.notes[0]
+
+    @property
+    def note_b(self) -> str:
+        return self.notes[1]
+
+    @property
+    def lettered_notes(self) -> list[tuple[str, str]]:
+        return _lettered(self.notes)
+
+
 @dataclass
-class ClaimAdjudication:
+class ClaimAdjudication(_Notes):
     claim: Claim
     citations: list[Citation]
     fields: list[FieldRow]
@@ -184,25 +203,13 @@ class ClaimAdjudication:
         return self.quotes[1]
 
     @property
-    def note_a(self) -> str:
-        return self.notes[0]
-
-    @property
-    def note_b(self) -> str:
-        return self.notes[1]
-
-    @property
-    def lettered_notes(self) -> list[tuple[str, str]]:
-        return _lettered(self.notes)
-
-    @property
     def key(self) -> str:
         """The claim's name in the form: its 0-based index, as FieldRow.item."""
         return str(self.claim.ordinal)
 
 
 @dataclass
-class AdjudicationScreen:
+class AdjudicationScreen(_Notes):
     answer: Answer
     question: str
     segments: list[Segment]
@@ -217,18 +224,6 @@ class AdjudicationScreen:
     rationale: str = ""  # of the latest decision on the whole answer
 
     key = "answer"  # the answer's name in the form, as FieldRow.item
-
-    @property
-    def note_a(self) -> str:
-        return self.notes[0]
-
-    @property
-    def note_b(self) -> str:
-        return self.notes[1]
-
-    @property
-    def lettered_notes(self) -> list[tuple[str, str]]:
-        return _lettered(self.notes)
 
     @property
     def letters(self) -> list[str]:
