@@ -470,7 +470,12 @@ class ReviewersSerializer(serializers.Serializer):
     )
     target_error_rate = serializers.FloatField(help_text="The drift chart's reference rate.")
     drift_design = serializers.DictField(
-        help_text="reference_rate, detects_rate and in_control_run_length (checks)."
+        help_text=(
+            "The drift chart: reference_rate, detects_rate (a doubling), claims_per_check (each "
+            "claim one trial), false_flag_rate (P(flag within horizon_checks checks) at the "
+            "reference rate, at most 0.05), detection (P(flag within detection_checks checks) "
+            "at detects_rate) and in_control_run_length (checks)."
+        )
     )
     reviewers = serializers.ListField(
         child=serializers.DictField(),

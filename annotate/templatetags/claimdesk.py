@@ -30,6 +30,14 @@ def p_value(value) -> str:
 
 
 @register.filter
+def percent(value) -> str:
+    """A probability as a percentage with one decimal: '4.9%'; None (undefined) as '—'."""
+    if value is None:
+        return "—"
+    return f"{100 * float(value):.1f}%"
+
+
+@register.filter
 def failure_words(label) -> str:
     """missing_evidence → Missing evidence (annotate.models.failure_label_words)."""
     return failure_label_words(label)

@@ -30,7 +30,16 @@ from django.utils import timezone
 
 from annotate.checks.selectors import NOT_COMPARED, check_results
 from annotate.gold.pairs import answer_fields, claim_fields, claim_values, comparable
-from annotate.models import Assignment, Claim, ClaimLabel, Decision, Membership, Project, Role
+from annotate.models import (
+    Assignment,
+    Claim,
+    ClaimLabel,
+    Decision,
+    GoldCheck,
+    Membership,
+    Project,
+    Role,
+)
 from annotate.schema import LabelSchema
 from evaluation import operations
 from evaluation.agreement import FIELDS, field_agreement
@@ -74,6 +83,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     claim_labels = _claim_labels(project)
     names = _reviewers(project, {a["reviewer_id"] for a in assignments.all})
     p0 = DEFAULT_TARGET_ERROR_RATE
+    per_check = claims_per_check(project, assignments.all, claims_of)
     kappas = _kappa_with(assignments.labelled, claim_labels, fields, n_boot=n_boot, seed=seed)
     overruled = _overruled(project, assignments.labelled, claim_labels)
     rows = []
@@ -89,6 +99,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             checks.get(reviewer_id, ()),
             fields=accuracy_fields,
             p0=p0,
+            claims_per_check=per_check,
             n_boot=n_boot,
             seed=seed,
         )
@@ -128,7 +139,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
         "fields": list(fields),
         "check_fields": list(accuracy_fields),
         "target_error_rate": p0,
-        "drift_design": cusum_design(p0).as_dict(),
+        "drift_design": cusum_design(p0, per_check).as_dict(),
         "reviewers": rows,
     }
 
@@ -348,6 +359,16 @@ def check_fields(schema: LabelSchema) -> dict[str, tuple[tuple, Any] | None]:
             labels = schema.support_labels if name == "support" else LABELS[name]
             out[name] = (labels, FIELDS[name].weights)
     return out
+
+
+def claims_per_check(project: Project, assignments: list[dict], claims_of: dict[int, int]) -> float:
+    """The claims a check holds on average (each is one trial of the drift chart): over the
+    answers marked as checks or labelled as one; before there is any, over the project's
+    answers, the checks it will have. At least 1."""
+    answers = set(GoldCheck.objects.filter(project=project).values_list("answer_id", flat=True))
+    answers |= {a["answer_id"] for a in assignments if a["is_check"]}
+    counts = [claims_of.get(pk, 0) for pk in answers] if answers else list(claims_of.values())
+    return max(1.0, sum(counts) / len(counts)) if counts else 1.0
 
 
 def project_checks(project: Project) -> dict[int, list[CheckLabel]]:

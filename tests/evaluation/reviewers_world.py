@@ -105,6 +105,11 @@ def build(project: Project, *, alice, carol, lead, decisions: int = 4) -> Projec
     return project
 
 
+# Check errors that raise the drift flag: ten claims in a row wrong, the last at position 22 (the
+# chart, designed to flag at most 5% of steady reviewers in 200 checks, needs about seven).
+DRIFTING = frozenset(range(13, 23))
+
+
 def take_checks(project: Project, reviewer, *, wrong: set[int], seed: int = 3) -> list[int]:
     """Mark every decided answer a check, and let `reviewer` take checks through the queue
     (check rate 1) until none is left, labelling each claim's support as gold has it except

@@ -10,7 +10,9 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
 from evaluation.quality import (
-    IN_CONTROL_RUN_LENGTH,
+    FALSE_FLAG_RATE,
+    HORIZON_CHECKS,
+    alarm_probability,
     average_run_length,
     check_accuracy,
     cusum_design,
@@ -39,13 +41,31 @@ def simulated_run_lengths(design, p, runs, seed):
     return lengths
 
 
+@pytest.mark.parametrize("claims", [1.0, 2.7, 6.0])
 @pytest.mark.parametrize("p0", [0.05, 0.10, 0.20])
-def test_the_threshold_is_the_smallest_with_200_checks_between_false_alarms(p0):
-    design = cusum_design(p0)
-    assert design.run_length >= IN_CONTROL_RUN_LENGTH
-    lower = average_run_length(p0, design.error_step, design.correct_step, design.threshold - 1)
-    assert lower < IN_CONTROL_RUN_LENGTH
+def test_the_threshold_is_the_smallest_with_at_most_5_percent_false_flags_in_200_checks(
+    p0, claims
+):
+    design = cusum_design(p0, claims)
+    steps = (design.error_step, design.correct_step)
+    horizon = round(HORIZON_CHECKS * claims)
+    assert alarm_probability(p0, horizon, *steps, design.threshold) <= FALSE_FLAG_RATE
+    assert alarm_probability(p0, horizon, *steps, design.threshold - 1) > FALSE_FLAG_RATE
     assert design.p1 == pytest.approx(2 * p0)
+    # in checks: the trials between false alarms, over the claims a check holds
+    arl = average_run_length(p0, *steps, design.threshold)
+    assert design.run_length == pytest.approx(arl / claims)
+
+
+def test_more_claims_per_check_find_a_doubled_rate_sooner():
+    detections = [cusum_design(0.10, claims).detection for claims in (1.0, 2.0, 4.0, 8.0)]
+    assert detections == sorted(detections)
+    assert detections[0] < 0.5 < detections[-1]
+
+
+def test_claims_per_check_round_up_to_a_tenth():
+    assert cusum_design(0.10, 2.71875).claims_per_check == 2.8
+    assert cusum_design(0.10, 0.4).claims_per_check == 1.0
 
 
 @pytest.mark.parametrize("p0", [0.05, 0.10])
@@ -68,13 +88,13 @@ def test_a_doubled_error_rate_is_found_far_sooner_than_a_false_alarm():
 
 
 def test_the_flag_names_the_checks_that_raised_it():
-    # 40 good checks, four errors in seven checks, then good checks again.
-    errors = [False] * 40 + [True, False, True, False, True, False, True] + [False] * 20
+    # 40 good checks, seven errors in eight checks, then good checks again.
+    errors = [False] * 40 + [True, True, True, False, True, True, True, True] + [False] * 20
     result = drift(errors, p0=0.10)
     assert result.flag
     assert result.alarms == 1
-    # from the first error (the statistic stood at 0 before it) to the fourth, which crossed
-    assert result.checks == tuple(range(40, 47))
+    # from the first error (the statistic stood at 0 before it) to the seventh, which crossed
+    assert result.checks == tuple(range(40, 48))
     first, last = result.checks[0], result.checks[-1]
     # replaying the chart over exactly those checks crosses the threshold at their end
     design = result.design

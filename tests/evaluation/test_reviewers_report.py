@@ -8,6 +8,7 @@ check errors the test made."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import defaultdict
 from io import StringIO
@@ -19,7 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
 from annotate.gold.pairs import ADJUDICATED, comparable, pairs_for_project
-from annotate.models import Assignment, ClaimLabel
+from annotate.models import Assignment, Claim, ClaimLabel
 from evaluation.quality import drift
 from evaluation.reports.reviewers import reviewers_report
 from tests.api import build_demo
@@ -129,8 +130,8 @@ def test_the_share_overruled_is_each_reviewers_labels_against_the_lead_s_decisio
 
 
 def test_check_accuracy_and_the_drift_flag_come_from_checks_taken_through_the_queue(project, carol):
-    # carol takes every decided answer as a check; she errs on three claims in a row late on
-    checks = world.take_checks(project, carol, wrong={20, 21, 22})
+    # carol takes every decided answer as a check; she errs on ten claims in a row late on
+    checks = world.take_checks(project, carol, wrong=world.DRIFTING)
     assert len(checks) >= 8
     report = rows_by_name(reviewers_report(project, n_boot=200))
     row = report["carol"]
@@ -143,27 +144,34 @@ def test_check_accuracy_and_the_drift_flag_come_from_checks_taken_through_the_qu
     support = row["checks"]["accuracy"]["support"]
     trials = row["drift"]["trials"]
     assert support["n"] == trials > 22
-    assert support["correct"] == trials - 3
-    assert support["value"] == pytest.approx((trials - 3) / trials)
+    right = trials - len(world.DRIFTING)
+    assert support["correct"] == right
+    assert support["value"] == pytest.approx(right / trials)
     assert support["ci95"] == pytest.approx(
-        list(proportion_confint(trials - 3, trials, method="wilson"))
+        list(proportion_confint(right, trials, method="wilson"))
     )
-    # the chart the report ran is the chart over these errors, naming the checks of its alarm
-    chart = drift([i in {20, 21, 22} for i in range(trials)])
+    # the chart the report ran is the chart over these errors, designed for the project's
+    # claims per check, naming the checks of its alarm
+    marked = project.answers.filter(gold_checks__isnull=False)
+    claims = Claim.objects.filter(answer__in=marked).count()
+    design = reviewers_report(project, n_boot=10)["drift_design"]
+    assert design["claims_per_check"] == math.ceil(10 * claims / marked.count() - 1e-9) / 10
+    errors = [i in world.DRIFTING for i in range(trials)]
+    chart = drift(errors, claims_per_check=design["claims_per_check"])
     assert row["drift"]["flag"] is chart.flag is True
     per_claim = []
     for number in checks:
         answer = project.answers.get(task_number=number)
         per_claim += [number] * answer.claims.count()
     assert row["drift"]["checks"] == list(dict.fromkeys(per_claim[i] for i in chart.checks))
-    assert per_claim[22] in row["drift"]["checks"]
+    assert per_claim[min(world.DRIFTING)] in row["drift"]["checks"]
     # nobody else took a check
     assert report["alice"]["checks"]["n"] == 0 and not report["alice"]["drift"]["flag"]
     assert report["alice"]["checks"]["accuracy"]["support"]["value"] is None
 
 
 def test_the_command_prints_the_spec_s_json_shape(project, carol):
-    world.take_checks(project, carol, wrong={1, 2, 3})
+    world.take_checks(project, carol, wrong=world.DRIFTING)
     out = StringIO()
     call_command("reviewers", "--project", project.slug, "--json", stdout=out)
     report = json.loads(out.getvalue())
