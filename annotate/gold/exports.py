@@ -35,7 +35,7 @@ from annotate.models import (
 from jobs import accept as jobs
 from jobs.models import Job
 
-GOLD_SCHEMA_VERSION = "claimdesk.gold/3"
+GOLD_SCHEMA_VERSION = "claimdesk.gold/4"
 GOLD_CHUNK = 500
 ITEMS = ("all", "claim", "answer")
 FORMATS = ("jsonl", "csv", "parquet")
