@@ -445,3 +445,12 @@ def test_keep_all_keeps_every_listed_answer_of_one_version_and_nothing_else(
     keeps = Reaudit.objects.filter(action="keep")
     assert set(keeps.values_list("answer_id", flat=True)) == {r.answer_pk for r in listed.rows[1:]}
     assert set(keeps.values_list("guideline_version", flat=True)) == {2}
+
+
+def test_keep_all_of_the_current_version_is_refused_and_keeps_nothing(versioned, lead, client):
+    url = reverse("reaudit_keep_all", kwargs={"slug": "demo"})
+    page = _login(client, lead).post(url, {"decided_under": "2"}, follow=True).content.decode()
+    assert "Choose a version older than the current v2" in page
+    with pytest.raises(ServiceError, match="older than the current v2"):
+        reaudit.keep_all(project=versioned, lead=lead, decided_under=3)
+    assert not Reaudit.objects.exists()
