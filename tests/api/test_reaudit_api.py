@@ -6,12 +6,15 @@ a reviewer is refused (403), an outsider learns nothing (404)."""
 
 from __future__ import annotations
 
+import json
 import re
 
+import jsonschema
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from annotate.adjudication import reaudit
 from annotate.imports.label_import import import_labels
@@ -161,6 +164,47 @@ def test_the_list_costs_a_fixed_number_of_queries(
         assert client.get(URL, {"limit": 500}).json()["count"] == expected
     with django_assert_num_queries(8):
         assert client.get(URL, {"limit": 1}).json()["count"] == expected
+
+
+def documented(component: str) -> dict:
+    """The OpenAPI schema's component as a JSON Schema (OpenAPI 3.0's `nullable` as a null
+    type), no property but the documented ones allowed; each of the re-audit's components
+    requires every property it has, so a body must be exactly what it documents."""
+    served = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    components = json.loads(served.content)["components"]["schemas"]
+
+    def plain(node):
+        if isinstance(node, list):
+            return [plain(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: plain(value) for key, value in node.items() if key != "nullable"}
+        if "$ref" in out:
+            out["$ref"] = "#/$defs/" + out["$ref"].rsplit("/", 1)[1]
+        if "properties" in out:
+            out["additionalProperties"] = False
+        return {"anyOf": [out, {"type": "null"}]} if node.get("nullable") else out
+
+    for name in ("ReauditPage", "ReauditRow", "VersionCount", "ReauditDone", "Kept"):
+        assert set(components[name]["required"]) == set(components[name]["properties"]), name
+    return {**plain(components[component]), "$defs": plain(components)}
+
+
+def test_every_answer_is_as_the_openapi_schema_documents_it(decided, lead):
+    client = token_client(lead)
+    body = client.get(URL, {"limit": 3}).json()
+    assert {row["state"] for row in listed(client)["results"]} == {"agreed", "adjudicated"}
+    assert body["next"] is not None and body["previous"] is None
+    jsonschema.Draft202012Validator(documented("ReauditPage")).validate(body)
+    first, last = body["results"][0]["task_number"], body["results"][-1]["task_number"]
+    done = documented("ReauditDone")
+    jsonschema.Draft202012Validator(done).validate(client.post(f"{URL}{first}/keep/").json())
+    jsonschema.Draft202012Validator(done).validate(client.post(f"{URL}{last}/reopen/").json())
+    kept = client.post(f"{URL}keep-all/", {"decided_under": 1}, format="json").json()
+    jsonschema.Draft202012Validator(documented("Kept")).validate(kept)
+    empty = listed(client)
+    assert empty["results"] == [] and empty["next"] is None
+    jsonschema.Draft202012Validator(documented("ReauditPage")).validate(empty)
 
 
 # --- Keep, re-open, keep all -----------------------------------------------------------------
