@@ -198,8 +198,14 @@ def keep_decision(*, project: Project, answer: Answer, lead) -> Reaudit:
 def keep_all(*, project: Project, lead, decided_under: int) -> int:
     """keep_decision for every answer on the re-audit list whose gold was decided under
     version `decided_under`: a lead who has read the change and finds it moves none of them.
-    Returns how many were kept. One insert."""
+    Returns how many were kept (0: none of that version is listed now). One insert.
+    ServiceError for the current version or a later one: nothing decided under it is older."""
     project = Project.objects.select_for_update().get(pk=project.pk)
+    if decided_under >= project.guidelines_version:
+        raise ServiceError(
+            f"Choose a version older than the current v{project.guidelines_version}: only gold "
+            "decided under an older one waits for a re-audit."
+        )
     listed = [row.answer_pk for row in reaudit_list(project).rows if row.version == decided_under]
     Reaudit.objects.bulk_create(
         Reaudit(

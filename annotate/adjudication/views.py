@@ -376,8 +376,12 @@ def reaudit_keep_all(request, project, role):
     raw = request.POST.get("decided_under", "")
     if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
         messages.error(request, "Choose which version's gold to keep.")
-    else:
+        return redirect("reaudit", slug=project.slug)
+    try:
         kept = reaudit.keep_all(project=project, lead=request.user, decided_under=int(raw))
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
         under = f"v{raw}" if int(raw) else "no guidelines"
         messages.success(
             request,

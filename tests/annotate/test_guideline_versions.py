@@ -21,10 +21,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotate.adjudication import reaudit
 from annotate.adjudication.queue import adjudication_queue
-from annotate.adjudication.selectors import adjudication_screen
-from annotate.adjudication.services import DecisionInput, adjudicate
 from annotate.common.errors import ServiceError
-from annotate.gold.pairs import PENDING, pairs_for_project
 from annotate.imports.label_import import import_labels
 from annotate.labelling.services import save_answer_label, save_claim_label
 from annotate.members.services import add_member
@@ -42,76 +39,25 @@ from annotate.projects.opening import open_labelling
 from annotate.projects.services import update_guidelines
 from annotate.queue.services import next_task
 from evaluation.reports.agreement import agreement_report
+from tests import guidelines
 from tests.api import API, token_client
-from tests.conftest import FIXTURES, PASSWORD, import_fixture
+from tests.conftest import PASSWORD, import_fixture
+from tests.guidelines import (
+    V1,
+    V2,
+    V3,
+    answers_under,
+    decide_everything,
+    label_lines,
+    settled,
+)
 
-V1 = "Judge support against the passages shown, nothing else."
-V2 = "Judge support against the passages shown. A hedge ('may', 'about') needs no evidence."
-V3 = "Judge support against the passages shown. Dates must match to the day."
+versioned = guidelines.versioned  # fixture
 
 
 def _login(client, user):
     client.login(username=user.username, password=PASSWORD)
     return client
-
-
-def _label_lines() -> dict[str, list[bytes]]:
-    """demo_labels.jsonl by answer, in the file's order."""
-    by_answer: dict[str, list[bytes]] = defaultdict(list)
-    with open(FIXTURES / "demo_labels.jsonl", "rb") as stream:
-        for line in stream:
-            by_answer[json.loads(line)["answer_id"]].append(line)
-    return by_answer
-
-
-@pytest.fixture
-def versioned(reviewer_a, reviewer_b, lead, outsider) -> Project:
-    """The demo with guidelines v1, both reviewers' label sets of its first half of answers
-    imported under v1, then guidelines v2 and the second half's label sets under it."""
-    project = import_fixture("demo.jsonl", "demo")
-    for person in (reviewer_a, reviewer_b):
-        add_member(project=project, username=person.username, role=Role.REVIEWER)
-    add_member(project=project, username=lead.username, role=Role.LEAD)
-    update_guidelines(project=project, guidelines=V1, author=lead)
-    project = open_labelling(project=project)
-    answers = list(_label_lines().values())
-    half = len(answers) // 2
-    import_labels(lines=[line for lines in answers[:half] for line in lines], project=project)
-    update_guidelines(project=project, guidelines=V2, author=lead)
-    import_labels(lines=[line for lines in answers[half:] for line in lines], project=project)
-    return Project.objects.get(pk=project.pk)
-
-
-def _answers_under(project, version: int) -> set[int]:
-    return set(
-        Assignment.objects.filter(project=project, guideline_version=version).values_list(
-            "answer_id", flat=True
-        )
-    )
-
-
-def _settled(project) -> set[int]:
-    """Answers with two reviewers' label sets and no field waiting for a lead, derived from
-    the pairs directly."""
-    answer_pairs, claim_pairs = pairs_for_project(project)
-    pending = {p.answer_id for p in [*answer_pairs, *claim_pairs] if p.pending}
-    return {p.answer_id for p in answer_pairs} - pending
-
-
-def _decide_everything(project, answer: Answer, lead, *, keep_only: bool = False):
-    """A lead decides every pending field of the answer as reviewer A labelled it (the
-    adjudication screen's "A"); `keep_only`: saves the screen with no change at all."""
-    screen = adjudication_screen(project, answer.task_number)
-    decisions = []
-    if not keep_only:
-        rows = [(c.claim, f) for c in screen.claims for f in c.fields]
-        rows += [(None, f) for f in screen.answer_fields]
-        decisions = [
-            DecisionInput(claim=claim, field=row.name, value=row.a)
-            for claim, row in rows
-            if row.source == PENDING
-        ]
-    adjudicate(answer=answer, lead=lead, version=screen.version, decisions=decisions, rationale="v")
 
 
 # --- Versions --------------------------------------------------------------------------------
@@ -177,19 +123,19 @@ def test_label_sets_made_before_and_after_an_edit_carry_different_versions(
 
 
 def test_imported_label_sets_take_the_version_current_when_they_are_written(versioned):
-    lines = _label_lines()
+    lines = label_lines()
     first_half = set(list(lines)[: len(lines) // 2])
     ids = dict(Answer.objects.filter(project=versioned).values_list("pk", "answer_id"))
-    under_1 = {ids[pk] for pk in _answers_under(versioned, 1)}
-    under_2 = {ids[pk] for pk in _answers_under(versioned, 2)}
+    under_1 = {ids[pk] for pk in answers_under(versioned, 1)}
+    under_2 = {ids[pk] for pk in answers_under(versioned, 2)}
     assert under_1 == first_half and under_2 == set(lines) - first_half
     assert not Assignment.objects.filter(project=versioned, guideline_version=0).exists()
 
 
 def test_decisions_record_the_guidelines_version_they_were_made_under(versioned, lead):
-    pending = [pk for pk in _answers_under(versioned, 1) if pk not in _settled(versioned)]
+    pending = [pk for pk in answers_under(versioned, 1) if pk not in settled(versioned)]
     answer = Answer.objects.get(pk=pending[0])
-    _decide_everything(versioned, answer, lead)
+    decide_everything(versioned, answer, lead)
     assert set(
         Decision.objects.filter(answer=answer).values_list("guideline_version", flat=True)
     ) == {2}
@@ -317,16 +263,16 @@ def test_agreement_by_version_in_the_command_the_api_and_the_page(versioned, cli
 
 def test_the_reaudit_list_holds_exactly_the_gold_decided_under_the_old_version(versioned, lead):
     # A pending answer of v1's half decided under v2: its gold stands under v2 now.
-    v1_answers = _answers_under(versioned, 1)
-    decided_now = next(pk for pk in sorted(v1_answers) if pk not in _settled(versioned))
-    _decide_everything(versioned, Answer.objects.get(pk=decided_now), lead)
-    expected = (_settled(versioned) & v1_answers) - {decided_now}
+    v1_answers = answers_under(versioned, 1)
+    decided_now = next(pk for pk in sorted(v1_answers) if pk not in settled(versioned))
+    decide_everything(versioned, Answer.objects.get(pk=decided_now), lead)
+    expected = (settled(versioned) & v1_answers) - {decided_now}
     found = reaudit.reaudit_list(versioned)
     assert found.current == 2
     assert {row.answer_pk for row in found.rows} == expected and expected
     assert {row.version for row in found.rows} == {1}
     assert found.by_version == {1: len(expected)}
-    assert found.current_count == len(_settled(versioned) - expected)
+    assert found.current_count == len(settled(versioned) - expected)
     assert {row.state for row in found.rows} == {"agreed"}
 
 
@@ -339,14 +285,14 @@ def test_a_decision_made_under_v1_is_listed_as_adjudicated_after_the_change(
     add_member(project=project, username=lead.username, role=Role.LEAD)
     update_guidelines(project=project, guidelines=V1, author=lead)
     project = open_labelling(project=project)
-    import_labels(lines=[ln for lines in _label_lines().values() for ln in lines], project=project)
-    pending = next(pk for pk in _answers_under(project, 1) if pk not in _settled(project))
-    _decide_everything(project, Answer.objects.get(pk=pending), lead)
+    import_labels(lines=[ln for lines in label_lines().values() for ln in lines], project=project)
+    pending = next(pk for pk in answers_under(project, 1) if pk not in settled(project))
+    decide_everything(project, Answer.objects.get(pk=pending), lead)
     assert not reaudit.reaudit_list(project).rows  # nothing older than v1 yet
     update_guidelines(project=project, guidelines=V2, author=lead)
     project.refresh_from_db()
     found = {row.answer_pk: row for row in reaudit.reaudit_list(project).rows}
-    assert set(found) == _settled(project)
+    assert set(found) == settled(project)
     assert (found[pending].state, found[pending].version) == ("adjudicated", 1)
 
 
@@ -396,7 +342,7 @@ def test_reopen_puts_the_task_in_the_adjudication_queue_until_a_lead_saves_it(
     assert tasks[-1] == str(answer.task_number)
     assert "re-opened after the guidelines changed" in page
     # the lead opens it and saves without changing a value: answered under v2
-    _decide_everything(versioned, answer, lead, keep_only=True)
+    decide_everything(versioned, answer, lead, keep_only=True)
     assert answer.pk not in {d.answer_pk for d in adjudication_queue(versioned)}
     closed = Reaudit.objects.get(answer=answer)
     assert closed.closed_at is not None and closed.closed_version == 2
@@ -457,9 +403,9 @@ def test_the_migration_makes_version_1_from_the_text_each_project_has(
     for person in (reviewer_a, reviewer_b):
         add_member(project=project, username=person.username, role=Role.REVIEWER)
     project = open_labelling(project=project)
-    import_labels(lines=[ln for lines in _label_lines().values() for ln in lines], project=project)
-    pending = next(pk for pk in _answers_under(project, 0) if pk not in _settled(project))
-    _decide_everything(project, Answer.objects.get(pk=pending), lead)
+    import_labels(lines=[ln for lines in label_lines().values() for ln in lines], project=project)
+    pending = next(pk for pk in answers_under(project, 0) if pk not in settled(project))
+    decide_everything(project, Answer.objects.get(pk=pending), lead)
     # as before versions: the text saved straight onto the project, twice, then another edit
     for text in ("An old text.", V1):
         project.guidelines = text
@@ -499,3 +445,12 @@ def test_keep_all_keeps_every_listed_answer_of_one_version_and_nothing_else(
     keeps = Reaudit.objects.filter(action="keep")
     assert set(keeps.values_list("answer_id", flat=True)) == {r.answer_pk for r in listed.rows[1:]}
     assert set(keeps.values_list("guideline_version", flat=True)) == {2}
+
+
+def test_keep_all_of_the_current_version_is_refused_and_keeps_nothing(versioned, lead, client):
+    url = reverse("reaudit_keep_all", kwargs={"slug": "demo"})
+    page = _login(client, lead).post(url, {"decided_under": "2"}, follow=True).content.decode()
+    assert "Choose a version older than the current v2" in page
+    with pytest.raises(ServiceError, match="older than the current v2"):
+        reaudit.keep_all(project=versioned, lead=lead, decided_under=3)
+    assert not Reaudit.objects.exists()

@@ -122,6 +122,11 @@ def endpoints(w, number=None) -> list[tuple[str, str, dict | None, str, int]]:
             LEAD,
             200,
         ),
+        ("GET", "reaudit/", None, LEAD, 200),
+        # no guidelines written: nothing is older than the current version (0)
+        ("POST", f"reaudit/{done}/keep/", None, LEAD, 400),
+        ("POST", f"reaudit/{done}/reopen/", None, LEAD, 400),
+        ("POST", "reaudit/keep-all/", {"decided_under": 0}, LEAD, 400),
         ("GET", "flags/", None, LEAD, 200),
         ("POST", "flags/999999/resolve/", {}, LEAD, 404),
         ("GET", "gold.jsonl", None, LEAD, 200),
