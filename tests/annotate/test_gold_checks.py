@@ -32,8 +32,10 @@ from annotate.models import (
     Project,
     Role,
     Variant,
+    WebhookDelivery,
 )
 from annotate.queue.services import next_task, release_task
+from annotate.webhooks.services import register_endpoint
 from evaluation.reports.agreement import agreement_report
 from tests.annotate.test_labelling import label_everything
 from tests.conftest import PASSWORD, labelled_demo
@@ -605,3 +607,33 @@ def test_the_api_lists_checks_in_a_fixed_number_of_queries(client, demo, django_
     with django_assert_num_queries(5):
         listed = client.get(url).json()
     assert listed["count"] == len(selectors.decided_answers(demo)) == len(listed["results"])
+
+
+@pytest.mark.django_db
+def test_a_check_submitted_is_heard_of_as_any_task_by_the_project_s_webhooks(demo):
+    """A webhook's readers may include reviewers (a chat channel): a check's task.submitted
+    carries the keys and kinds of values any task's does, and nothing that names a check."""
+    lena, carol = user(demo, "lena"), user(demo, "carol")
+    services.mark_all_decided(project=demo, lead=lena)
+    register_endpoint(
+        project=demo, url="https://hooks.example.org/c", events=["task.submitted"], by=lena
+    )
+    check = serve_check(demo, carol)
+    label_everything(check)
+    assert not submit_labels(assignment=check)
+    demo.check_rate = 0
+    demo.save(update_fields=["check_rate"])
+    task = next_task(project=demo, reviewer=carol, rng=random.Random(1))
+    assert task is not None and not task.is_check
+    label_everything(task)
+    assert not submit_labels(assignment=task)
+    sent = [d.payload for d in WebhookDelivery.objects.order_by("pk")]
+    assert len(sent) == 2
+    as_check, as_task = sent
+    assert as_check["type"] == as_task["type"] == "task.submitted"
+    assert set(as_check["data"]) == set(as_task["data"])
+    assert {k: type(v) for k, v in as_check["data"].items()} == {
+        k: type(v) for k, v in as_task["data"].items()
+    }
+    assert as_check["data"]["revision"] == as_task["data"]["revision"] == 1
+    assert "check" not in json.dumps(as_check).lower()
