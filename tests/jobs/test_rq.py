@@ -5,7 +5,10 @@ Redis when it is down)."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate.models import Answer
@@ -21,8 +24,6 @@ REDIS_URL = "redis://127.0.0.1:6379/13"
 
 @pytest.fixture
 def rq_tasks(settings, tmp_path):
-    import redis
-
     connection = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
     try:
         connection.ping()
@@ -98,3 +99,25 @@ def test_a_queued_job_whose_task_redis_lost_is_sent_again(rq_tasks, workers, lea
     wait_for(lambda: Job.objects.get(pk=job.pk).finished, "the RQ worker", timeout=120)
     assert Job.objects.get(pk=job.pk).status == Job.Status.SUCCEEDED
     assert Answer.objects.filter(project__slug="lost-task").count() == 50
+
+
+def test_sigterm_ends_an_rq_worker_rather_than_starting_it_again(rq_tasks, workers):
+    """The worker loop makes RQ's worker again when it stops on its own (a Redis fault), and
+    returns when it was asked to stop: SIGTERM (what systemd and docker send) ends the
+    process, at once and cleanly, with no reconnecting line."""
+    worker = workers(CLAIMDESK_TASKS="rq", REDIS_URL=REDIS_URL)
+    connection = redis.Redis.from_url(REDIS_URL)
+
+    def waiting_for_jobs() -> bool:
+        """Ours (another test's worker may still be registered), past start-up: RQ puts its
+        signal handlers in after registering, and is idle once in its loop."""
+        for key in connection.keys("rq:worker:*"):
+            pid, state = connection.hmget(key, "pid", "state")
+            if pid and int(pid) == worker.pid and state == b"idle":
+                return True
+        return False
+
+    wait_for(waiting_for_jobs, "the RQ worker to wait for jobs", timeout=60)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=30) == 0, worker.output()
+    assert "reconnecting" not in worker.output()

@@ -25,6 +25,7 @@ from django_rq.workers import get_worker
 from django_tasks_db.management.commands.db_worker import Command as DbWorker
 from django_tasks_db.management.commands.db_worker import Worker
 from redis.exceptions import RedisError
+from rq import Worker as RQWorker
 from rq.logutils import setup_loghandlers
 
 from jobs import framework, services
@@ -67,6 +68,18 @@ def resident_mb() -> float | None:
     except OSError:
         pass
     return None
+
+
+class StopAware(RQWorker):
+    """RQ's worker that remembers being asked to stop (SIGTERM, SIGINT, RQ's shutdown command,
+    which sends SIGINT): RQ installs request_stop as its handler, and says so nowhere else but
+    in its private state."""
+
+    asked_to_stop = False
+
+    def request_stop(self, signum, frame):
+        self.asked_to_stop = True
+        super().request_stop(signum, frame)
 
 
 class Command(BaseCommand):
@@ -133,6 +146,7 @@ class Command(BaseCommand):
                 worker = get_worker(
                     "default",
                     job_class="django_tasks_rq.Job",
+                    worker_class=StopAware,
                     maintenance_interval=SCHEDULER_RETRY_SECONDS,
                     # RQ looks at its maintenance between waits for a job, each as long as
                     # this less 15 s (405 s by default): this makes them SCHEDULER_RETRY_SECONDS.
@@ -148,9 +162,7 @@ class Command(BaseCommand):
                 problem = "its worker stopped"
             except (RedisError, OSError) as exc:  # redis's ConnectionError is an OSError too
                 problem = f"{type(exc).__name__}: {exc}"
-            asked_to_stop = worker is not None and (
-                worker._stop_requested or worker._shutdown_requested_date is not None
-            )
+            asked_to_stop = worker is not None and worker.asked_to_stop
             if asked_to_stop or (batch and problem == "its worker stopped"):
                 return
             # Between RQ's workers a stop request ends the process at once.
