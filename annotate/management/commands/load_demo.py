@@ -161,12 +161,13 @@ def load() -> Project:
     rng = random.Random(DEMO_SEED)
     pairs = read_lines("demo_labels.jsonl")
     in_app = pick_in_app(pairs, rng)
-    # The pairs first, then the third reviewer: label sets are ordered by submission, so carol
-    # is reviewer C wherever she labelled (the label sets submitted in the app are dated days
-    # before the imports, so alice or bob, never carol, comes first where one of them is).
+    # alice's and bob's work in the app before the imports, which count it among an answer's
+    # holders (the overlap, the answer's `full` flag). Then the pairs, then the third reviewer:
+    # label sets are ordered by submission, so carol is reviewer C wherever she labelled (the
+    # label sets submitted in the app are dated days before the imports).
+    worked = [label_in_app(project, line) for line in in_app]
     import_labels(lines=[line for line in pairs if line not in in_app], project=project)
     import_labels(lines=read_lines("demo_labels_third.jsonl"), project=project)
-    worked = [label_in_app(project, line) for line in in_app]
     decided = Answer.objects.filter(pk__in=decided_answers(project)).order_by("answer_id")
     checks = list(decided.values_list("answer_id", flat=True)[:DEMO_CHECKS])
     if checks:
