@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from annotate.checks.selectors import decided_answers
@@ -28,6 +29,7 @@ from annotate.labelling.services import (
     reopen_window,
     save_answer_label,
     save_claim_label,
+    shown_passages,
     submit_labels,
 )
 from annotate.members.services import add_member, allow_adding_anyone
@@ -212,17 +214,30 @@ def label_in_app(project: Project, line: str) -> Assignment:
 def submit_in_app(task: Assignment, labels: dict) -> Assignment:
     """Save a task's labels (claims by index, as in the label file) and submit them, as the
     labelling screen does; the demo's labels are valid, so a refusal is a bug in the demo."""
-    claims = {claim.ordinal: claim for claim in task.answer.claims.all()}
+    # The claims with their citations and the passages shown, read once for the task as the
+    # labelling screen reads them, not again at each claim's save.
+    claims = {c.ordinal: c for c in task.answer.claims.prefetch_related("citations")}
+    shown = shown_passages(task.answer)
     for values in labels["claims"]:
-        data = {key: value for key, value in values.items() if key != "index"}
-        label, _ = save_claim_label(assignment=task, claim=claims[values["index"]], data=data)
+        claim = claims[values["index"]]
+        label, _ = save_claim_label(
+            assignment=task,
+            claim=claim,
+            data={key: value for key, value in values.items() if key != "index"},
+            citations=list(claim.citations.all()),
+            shown=shown,
+        )
         task = label.assignment  # as saved: the next save starts from it
     answer = {key: labels[key] for key in ("relevance", "abstention", "failure_labels", "note")}
     task, _ = save_answer_label(assignment=task, data=answer)
     errors = submit_labels(assignment=task)
     if errors:
         raise CommandError(f"The demo's labels of {labels['answer_id']} refused: {errors.fields}")
-    return Assignment.objects.select_related("reviewer").get(pk=task.pk)
+    return (
+        Assignment.objects.select_related("reviewer")
+        .annotate(claims=Count("answer__claims"))
+        .get(pk=task.pk)
+    )
 
 
 def label_checks(project: Project, pairs: list[str], rng: random.Random) -> list[Assignment]:
@@ -285,8 +300,7 @@ def date_the_work(tasks: list[Assignment], rng: random.Random) -> None:
             if position % per_day == 0:
                 day = today - timedelta(days=days[username][position // per_day])
                 clock = timezone.make_aware(datetime.combine(day, time(9, 30)))
-            claims = task.answer.claims.count()
-            spent = round(ANSWER_SECONDS + claims * PACE[username] * rng.uniform(0.6, 1.6))
+            spent = round(ANSWER_SECONDS + task.claims * PACE[username] * rng.uniform(0.6, 1.6))
             taken, submitted = clock, clock + timedelta(seconds=spent + rng.randint(5, 90))
             Assignment.objects.filter(pk=task.pk).update(
                 taken_at=taken,
