@@ -8,6 +8,7 @@ figures to show: a few of alice's and bob's label sets are submitted through the
 services (timed tasks: seconds per claim, submissions per day) instead of imported, and carol
 labels gold checks the queue serves her (accuracy against gold, the drift chart)."""
 
+import copy
 import json
 import os
 import random
@@ -63,9 +64,10 @@ IN_APP = {"alice": (8, (3, 2)), "bob": (6, (2, 1))}
 # never served to a reviewer who held its answer), carol 12 of them (21 decided ones left).
 CAROL_CHECKS = 16
 CAROL_DAYS = (2, 1)
-# How carol does on her checks, in the order she labels them: a slip now and then (one claim's
-# support, a relevance off by one) and, in her last session, every claim called insufficient
-# evidence without reading the passages: the drift chart raises its flag on those checks.
+# How carol does on her checks, in the order she labels them (by position): a slip now and then
+# (one claim's support, a relevance off by one) and, late in her last session, every claim
+# called insufficient evidence without reading the passages: the drift chart raises its flag,
+# naming the checks from her last slip to the one that crossed the threshold.
 CAROL_SLIPS = {3: "relevance", 6: "support", 10: "support"}
 CAROL_CARELESS_FROM = 12
 # Active seconds per claim of each reviewer's pace (a task is drawn around it), and the fixed
@@ -257,7 +259,7 @@ def label_checks(project: Project, pairs: list[str], rng: random.Random) -> list
         task = next_task(project=project, reviewer=carol, rng=rng)
         if task is None or not task.is_check:
             raise CommandError("The demo's queue served carol no gold check.")
-        labels = json.loads(json.dumps(gold[task.answer.answer_id]))  # a copy to depart from
+        labels = copy.deepcopy(gold[task.answer.answer_id])  # a copy to depart from
         labels["reviewer"] = "carol"
         if number >= CAROL_CARELESS_FROM:
             for claim in labels["claims"]:
