@@ -208,7 +208,8 @@ def test_a_lead_s_pages_have_no_serious_accessibility_violation(page, demo, lead
 def test_the_pages_of_three_reviewers_have_no_serious_accessibility_violation(page, lead):
     """The demo as `make run` loads it: carol is the third reviewer of 12 answers, so the
     agreement page carries its every-label-set tables and a task's adjudication screen a
-    column and a choice per reviewer."""
+    column and a choice per reviewer; she labelled gold checks and everyone worked in the app,
+    so the Reviewers page shows every figure, a drift flag and its warning."""
     from annotate.management.commands.load_demo import load
 
     demo = load()
@@ -216,7 +217,7 @@ def test_the_pages_of_three_reviewers_have_no_serious_accessibility_violation(pa
     number = Answer.objects.get(project=demo, answer_id="a2-deadline/baseline").task_number
     login(page, lead)
     problems: list[str] = []
-    for path in ("/p/demo/agreement/", f"/p/demo/adjudicate/{number}/"):
+    for path in ("/p/demo/reviewers/", "/p/demo/agreement/", f"/p/demo/adjudicate/{number}/"):
         check(page, path, problems)
     expect(page.get_by_role("columnheader", name="Reviewer C").first).to_be_visible()
     assert problems == [], "\n".join(problems)

@@ -267,3 +267,68 @@ def test_the_api_costs_a_fixed_number_of_queries(project, lead, django_assert_nu
     computed.clear()
     with django_assert_num_queries(5):
         assert client.get(path).status_code == 200
+
+
+def test_the_demo_as_make_run_loads_it_fills_the_page(client):
+    """`make run` loads the demo: its lead finds on this page carol's accuracy on the gold
+    checks she labelled (n and Wilson interval), the drift flag her last checks raised, and
+    time per claim and per day for everyone who worked in the app (alice, bob and carol on two
+    days each); the figures are the demo's seeded work, the same on every load."""
+    from django.core.management import call_command
+
+    from annotate.management.commands.load_demo import PASSWORD as DEMO_PASSWORD
+    from annotate.models import Assignment
+
+    call_command("load_demo", stdout=io.StringIO())
+    client.login(username="lead", password=DEMO_PASSWORD)
+    response = client.get("/p/demo/reviewers/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    page = {name: {k: squash(v) for k, v in row.items()} for name, row in cells(html).rows}
+    assert list(page) == ["alice", "bob", "carol"]
+    shown = {
+        name: {key: row[key] for key in ("tasks", "median", "p90", "per_day", "checks")}
+        for name, row in page.items()
+    }
+    assert shown == {
+        "alice": {
+            "tasks": "40 8 timed",
+            "median": "52.3 s n=8",
+            "p90": "71.6 s n=8",
+            "per_day": "4.00 8 in 2 days",
+            "checks": "0",
+        },
+        "bob": {
+            "tasks": "40 6 timed",
+            "median": "67.3 s n=6",
+            "p90": "78.5 s n=6",
+            "per_day": "3.00 6 in 2 days",
+            "checks": "0",
+        },
+        "carol": {
+            "tasks": "28 16 timed",
+            "median": "42.3 s n=16",
+            "p90": "59.0 s n=16",
+            "per_day": "8.00 16 in 2 days",
+            "checks": "16",
+        },
+    }
+    # carol's support on the checks: 17 of 22 claims as gold, the 95% Wilson interval, and
+    # kappa against gold with its bootstrap interval
+    assert page["carol"]["accuracy"].startswith("77% 17/22 [57–90%] κ vs gold 0.52 [0.25, 0.80]")
+    # alice and bob labelled every decided answer: no check can be served to them
+    for name in ("alice", "bob"):
+        assert page[name]["accuracy"].startswith("— undefined: no check labelled on this field")
+    assert page["alice"]["drift"] == page["bob"]["drift"] == "— undefined: no checks"
+    # carol's last session (every claim "insufficient evidence") raised the flag on her 15th
+    # check: the cell names the checks from her slip on the 11th on, by task number, in the
+    # order she submitted them (the chart starts again after an alarm: the 16th is not named)
+    assert cells(html).drift == ["carol"]
+    numbers = list(
+        Assignment.objects.filter(is_check=True, reviewer__username="carol")
+        .order_by("submitted_at", "pk")
+        .values_list("answer__task_number", flat=True)
+    )
+    raised = page["carol"]["drift"]
+    assert raised.startswith("raised by checks ")
+    assert page["carol"]["drift-checks"] == ", ".join(map(str, numbers[10:15]))
