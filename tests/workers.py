@@ -55,6 +55,9 @@ class Worker:
             env=child_env(var_dir, **env),
             stdout=self._out,
             stderr=subprocess.STDOUT,
+            # A group of its own: RQ's scheduler runs in a forked child, which a SIGKILL of
+            # the worker alone would leave running on the test database.
+            start_new_session=True,
         )
 
     @property
@@ -62,8 +65,12 @@ class Worker:
         return self.process.pid
 
     def kill(self) -> None:
-        """SIGKILL: no handler runs, nothing is cleaned up, as when a machine dies."""
-        self.process.send_signal(signal.SIGKILL)
+        """SIGKILL to the worker and what it forked: no handler runs, nothing is cleaned up,
+        as when a machine dies."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the group is gone already
         self.process.wait(timeout=10)
 
     def stop(self) -> None:
