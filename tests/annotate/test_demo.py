@@ -22,8 +22,8 @@ def test_load_demo_loads_once_and_prints_the_logins():
     versions = set(Assignment.objects.filter(project=project).values_list("guideline_version"))
     assert versions == {(1,)}
     assert project.answers.count() == 60 and project.cases.count() == 30
-    # the pairs' label sets, carol's as the third on 12 answers, and her 16 gold checks
-    assert Assignment.objects.filter(project=project, status="submitted").count() == 80 + 12 + 16
+    # the pairs' label sets, carol's as the third on 12 answers, and her 17 gold checks
+    assert Assignment.objects.filter(project=project, status="submitted").count() == 80 + 12 + 17
     assert project.overlap == 3
     roles = dict(Membership.objects.filter(project=project).values_list("user__username", "role"))
     assert roles == {"lead": "lead", "alice": "reviewer", "bob": "reviewer", "carol": "reviewer"}

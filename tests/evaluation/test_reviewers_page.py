@@ -306,23 +306,23 @@ def test_the_demo_as_make_run_loads_it_fills_the_page(client):
             "checks": "0",
         },
         "carol": {
-            "tasks": "28 16 timed",
-            "median": "42.3 s n=16",
-            "p90": "59.0 s n=16",
-            "per_day": "8.00 16 in 2 days",
-            "checks": "16",
+            "tasks": "29 17 timed",
+            "median": "42.0 s n=17",
+            "p90": "59.0 s n=17",
+            "per_day": "8.50 17 in 2 days",
+            "checks": "17",
         },
     }
-    # carol's support on the checks: 17 of 22 claims as gold, the 95% Wilson interval, and
+    # carol's support on the checks: 16 of 24 claims as gold, the 95% Wilson interval, and
     # kappa against gold with its bootstrap interval
-    assert page["carol"]["accuracy"].startswith("77% 17/22 [57–90%] κ vs gold 0.52 [0.25, 0.80]")
+    assert page["carol"]["accuracy"].startswith("67% 16/24 [47–82%] κ vs gold 0.36 [0.14, 0.65]")
     # alice and bob labelled every decided answer: no check can be served to them
     for name in ("alice", "bob"):
         assert page[name]["accuracy"].startswith("— undefined: no check labelled on this field")
     assert page["alice"]["drift"] == page["bob"]["drift"] == "— undefined: no checks"
-    # carol's last session (every claim "insufficient evidence") raised the flag on her 15th
-    # check: the cell names the checks from her slip on the 11th on, by task number, in the
-    # order she submitted them (the chart starts again after an alarm: the 16th is not named)
+    # carol's last session (every claim "insufficient evidence" from her 11th check) raised the
+    # flag on her 17th and last: the cell names the checks from the 11th on, by task number, in
+    # the order she submitted them
     assert cells(html).drift == ["carol"]
     numbers = list(
         Assignment.objects.filter(is_check=True, reviewer__username="carol")
@@ -331,4 +331,4 @@ def test_the_demo_as_make_run_loads_it_fills_the_page(client):
     )
     raised = page["carol"]["drift"]
     assert raised.startswith("raised by checks ")
-    assert page["carol"]["drift-checks"] == ", ".join(map(str, numbers[10:15]))
+    assert page["carol"]["drift-checks"] == ", ".join(map(str, numbers[10:17]))
