@@ -3,6 +3,7 @@ with the database task backend (or RQ), and bundles made on the spot by bench/im
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -67,10 +68,8 @@ class Worker:
     def kill(self) -> None:
         """SIGKILL to the worker and what it forked: no handler runs, nothing is cleaned up,
         as when a machine dies."""
-        try:
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # the group is gone already
         self.process.wait(timeout=10)
 
     def stop(self) -> None:

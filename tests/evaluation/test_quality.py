@@ -43,9 +43,7 @@ def simulated_run_lengths(design, p, runs, seed):
 
 @pytest.mark.parametrize("claims", [1.0, 2.7, 6.0])
 @pytest.mark.parametrize("p0", [0.05, 0.10, 0.20])
-def test_the_threshold_is_the_smallest_with_at_most_5_percent_false_flags_in_200_checks(
-    p0, claims
-):
+def test_the_threshold_is_the_smallest_with_at_most_5_percent_false_flags_in_200_checks(p0, claims):
     design = cusum_design(p0, claims)
     steps = (design.error_step, design.correct_step)
     horizon = round(HORIZON_CHECKS * claims)
