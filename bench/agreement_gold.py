@@ -49,9 +49,8 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
     ids = bulk.allocate_ids(Assignment, 2 * len(answers))
     rows, labels = [], []
     for i, answer_id in enumerate(answers):
-        first = {
-            c: SUPPORT[0] if rng.random() < 0.7 else rng.choice(SUPPORT) for c in claims[answer_id]
-        }
+        mine = claims.get(answer_id, ())  # an answer may have no claim
+        first = {c: SUPPORT[0] if rng.random() < 0.7 else rng.choice(SUPPORT) for c in mine}
         for side, reviewer in enumerate(reviewers):
             pk = ids[2 * i + side]
             rows.append(
@@ -72,9 +71,10 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
                     "",
                     1,
                     0,
+                    project.guidelines_version,
                 )
             )
-            for claim_id in claims[answer_id]:
+            for claim_id in mine:
                 support = first[claim_id]
                 if side == 1 and rng.random() < 0.12:  # reviewer B departs from A now and then
                     support = rng.choice(SUPPORT)
@@ -99,6 +99,7 @@ def label_everything(project, reviewers, *, answers_limit=None) -> int:
             "note",
             "revision",
             "draft_version",
+            "guideline_version",  # labelled under the guidelines as they are
         ],
         rows,
     )
