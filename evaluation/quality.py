@@ -19,10 +19,11 @@ target rate within 200 checks in at most 5% of cases, at the project's mean clai
 That is issue 32's target, and stricter than SPEC.md's "about one false alarm in 200 checks":
 read as an average run length, one false alarm in 200 checks flags about 62% of reviewers
 working at the target rate within 200 checks (a run length is close to geometric), and a flag
-most good reviewers get tells a lead nothing. The price is detection: the chart also reports
-the exact probability that a doubled error rate is flagged within 40 checks. With two or more
-claims per check it is above 80%; with one claim per check no threshold gives both (see
-tests/evaluation/test_drift_simulation.py), and the page says how likely a flag is.
+most good reviewers get tells a lead nothing. The price is detection, and the chart reports
+it: the exact probability that a doubled error rate is flagged within 40 checks. A rise from
+10% to 25% (the issue's simulation) is flagged within 40 checks in over 80% of cases with two
+or more claims per check; with one claim per check no threshold gives both targets (see
+tests/evaluation/test_drift_simulation.py and docs/quality.md).
 """
 
 from __future__ import annotations
