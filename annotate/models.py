@@ -788,6 +788,38 @@ class GoldCheck(models.Model):
         return f"gold check {self.answer_id}"
 
 
+class DriftClearance(models.Model):
+    """A lead cleared a reviewer's drift flag (evaluation.quality.drift) after ``trials`` of
+    their check claims, in the chart's order: the chart runs again from 0 after them, and the
+    flag is up only for an alarm raised later. Every clearance is kept (who, when, after how
+    many: the record of the lead's action); the latest one of a reviewer counts."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="drift_clearances", db_index=False
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    trials = models.PositiveIntegerField(
+        help_text="The reviewer's check claims (drift trials) the lead had seen when clearing."
+    )
+    cleared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    cleared_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project_id", "reviewer_id", "cleared_at", "pk"]
+        indexes = [
+            models.Index(
+                fields=["project", "reviewer", "cleared_at"], name="drift_clearance_latest"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"drift of {self.reviewer_id} cleared after {self.trials}"
+
+
 class AdjudicationLock(models.Model):
     """Marks that adjudication of an answer has started (reviewers can no longer reopen it)
     and carries the version two leads compare to detect a conflicting save."""

@@ -26,6 +26,11 @@ P = "projects/<slug:slug>/"
 evaluation_urls = [
     path(P + "agreement/", lazy_api("evaluation.api.Agreement"), name="agreement"),
     path(P + "reviewers/", lazy_api("evaluation.api.Reviewers"), name="reviewers"),
+    path(
+        P + "reviewers/<str:username>/clear-drift/",
+        lazy_api("evaluation.api.ClearDrift"),
+        name="clear-drift",
+    ),
     path(P + "evaluation/", lazy_api("evaluation.api.Evaluation"), name="evaluation"),
     path(P + "evaluation/compare/", lazy_api("evaluation.api.Comparison"), name="comparison"),
     path(P + "judge-runs/", lazy_api("evaluation.api.JudgeRuns"), name="judge-runs"),

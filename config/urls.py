@@ -25,6 +25,11 @@ urlpatterns = [
     path(
         "p/<slug:slug>/reviewers/", lazy("evaluation.views.reviewers.reviewers"), name="reviewers"
     ),
+    path(
+        "p/<slug:slug>/reviewers/<str:username>/clear-drift/",
+        lazy("evaluation.views.reviewers.clear_drift"),
+        name="reviewers_clear_drift",
+    ),
     path("p/<slug:slug>/evaluation/", include("evaluation.urls")),
     path("p/<slug:slug>/judges/", include("evaluation.judges.urls")),
     path("account/token/", token_views.tokens, name="api_token"),

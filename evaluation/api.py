@@ -29,6 +29,7 @@ from annotate.api.base import (
 from annotate.common import computed
 from annotate.gold.splits import DEFAULT_SPLIT, SPLITS
 from annotate.imports.lines import BundleInvalid
+from evaluation.clearances import NotAReviewer, NothingToClear, clear_drift
 from evaluation.judges.runs import import_judge_run, self_judged_counts
 from evaluation.judges.samples import (
     DESIGNS,
@@ -481,9 +482,29 @@ class ReviewersSerializer(serializers.Serializer):
         child=serializers.DictField(),
         help_text="Per reviewer: username, tasks, seconds_per_claim {median, p90, n}, per_day, "
         "overruled_share (with overruled and adjudicated_fields), checks {n, accuracy {FIELD: "
-        "{value, ci95, n, correct, kappa, kappa_ci95}}}, drift {flag, checks}, kappa_with "
-        "{USERNAME: {FIELD: {n, kappa, ci95 ...}}}; undefined names the reason of each null rate.",
+        "{value, ci95, n, correct, kappa, kappa_ci95}}}, drift {flag, checks, alarms, trials, "
+        "start, earlier_alarms, cleared}, kappa_with {USERNAME: {FIELD: {n, kappa, ci95 ...}}}; "
+        "undefined names the reason of each null rate. drift runs from trial `start` (where a "
+        "lead last cleared the flag: `cleared` {by, at, trials}, or null when never cleared); "
+        "`flag` is up only for an alarm after it, `earlier_alarms` counts those before.",
     )
+
+
+class ClearDriftSerializer(serializers.Serializer):
+    trials = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="The reviewer's check claims (drift.trials) you saw when deciding to clear; "
+        "the chart restarts after them. By default all of them now.",
+    )
+
+
+class DriftClearedSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    trials = serializers.IntegerField(help_text="Cleared after this many of their check claims.")
+    cleared_by = serializers.CharField()
+    cleared_at = serializers.DateTimeField()
+    earlier_alarms = serializers.IntegerField(help_text="Alarms the chart raised before it.")
 
 
 class Reviewers(LeadView):
@@ -500,6 +521,48 @@ class Reviewers(LeadView):
         if stored.pending:
             return being_computed()
         return with_freshness(Response(stored.result), stored)
+
+
+class ClearDrift(LeadView):
+    @extend_schema(
+        tags=["reports"],
+        summary="Clear a reviewer's drift flag: the lead has dealt with it",
+        description="Records that you saw `trials` of the reviewer's check claims (by default "
+        "all of them): the drift chart restarts at 0 after them and the flag is up again only "
+        "for a later alarm; `reviewers/` shows who cleared it when (`drift.cleared`) once the "
+        "stored report is computed again (this moves the project's revision). 400 at "
+        "`username` when their flag is not up, at `trials` for a count they have not made; "
+        "404 for a name that is no reviewer of the project.",
+        parameters=[
+            OpenApiParameter("username", str, OpenApiParameter.PATH, description="A reviewer.")
+        ],
+        request=ClearDriftSerializer,
+        responses=responses(DriftClearedSerializer, r400=ERROR_400),
+    )
+    def post(self, request, slug, username):
+        body = ClearDriftSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            done = clear_drift(
+                project=self.project,
+                lead=request.user,
+                username=username,
+                trials=body.validated_data.get("trials"),
+            )
+        except NotAReviewer as exc:
+            raise NotFound(str(exc)) from exc
+        except NothingToClear as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
+        clearance = done.clearance
+        return Response(
+            {
+                "username": username,
+                "trials": clearance.trials,
+                "cleared_by": request.user.get_username(),
+                "cleared_at": clearance.cleared_at,
+                "earlier_alarms": done.earlier_alarms,
+            }
+        )
 
 
 class Evaluation(LeadView):

@@ -218,9 +218,11 @@ def average_run_length(p: float, error_step: int, correct_step: int, threshold: 
 
 @dataclass(frozen=True)
 class Drift:
-    """The chart over one reviewer's checks, in order. ``checks`` are the positions (in the
-    order given) of the checks that raised the latest alarm: from the one after the statistic
-    last stood at 0 to the one that crossed the threshold."""
+    """The chart over one reviewer's checks, in order, from trial ``start`` on (0, or where a
+    lead last cleared the flag). ``checks`` are the positions (in the order given, counted
+    from the first trial) of the checks that raised the latest alarm: from the one after the
+    statistic last stood at 0 to the one that crossed the threshold. ``earlier_alarms``
+    counts the alarms before ``start`` (the chart run from the first trial to it)."""
 
     flag: bool
     checks: tuple[int, ...]
@@ -228,34 +230,30 @@ class Drift:
     statistic: float  # now, in log-likelihood-ratio units
     threshold: float
     design: CusumDesign
+    start: int = 0
+    earlier_alarms: int = 0
 
     def as_dict(self) -> dict:
         return {
             "flag": self.flag,
             "checks": list(self.checks),
             "alarms": self.alarms,
+            "start": self.start,
+            "earlier_alarms": self.earlier_alarms,
             "statistic": round(self.statistic, 3),
             "threshold": round(self.threshold, 3),
             **self.design.as_dict(),
         }
 
 
-def drift(
-    errors: Sequence[bool],
-    *,
-    p0: float = DEFAULT_TARGET_ERROR_RATE,
-    claims_per_check: float = 1.0,
-) -> Drift:
-    """Run the chart over ``errors`` (True = the reviewer's label differed from the check's
-    gold, claim by claim), restarting at 0 after each alarm. The flag is up when an alarm was
-    raised; ``checks`` names the trials of the latest one, ``alarms`` counts them."""
-    design = cusum_design(p0, claims_per_check)
-    unit = math.log(design.p1 / design.p0) / design.error_step
+def _run(errors: Sequence[bool], design: CusumDesign, offset: int) -> tuple[int, int, tuple]:
+    """(statistic, alarms, trials of the latest alarm) of the integer chart started at 0 over
+    ``errors``, restarting at 0 after each alarm; positions counted from ``offset``."""
     statistic = 0
-    start = 0
+    start = offset
     alarms = 0
     latest: tuple[int, ...] = ()
-    for i, error in enumerate(errors):
+    for i, error in enumerate(errors, start=offset):
         statistic = max(0, statistic + (design.error_step if error else design.correct_step))
         if statistic == 0:
             start = i + 1
@@ -263,6 +261,28 @@ def drift(
             alarms += 1
             latest = tuple(range(start, i + 1))
             statistic, start = 0, i + 1
+    return statistic, alarms, latest
+
+
+def drift(
+    errors: Sequence[bool],
+    *,
+    p0: float = DEFAULT_TARGET_ERROR_RATE,
+    claims_per_check: float = 1.0,
+    start: int = 0,
+) -> Drift:
+    """Run the chart over ``errors`` (True = the reviewer's label differed from the check's
+    gold, claim by claim) from trial ``start`` on, standing at 0 there (a lead cleared the flag
+    after ``start`` trials; past the end: nothing after it yet), restarting at 0 after each
+    alarm. The flag is up when an alarm was raised after ``start``; ``checks`` names the
+    trials of the latest one, ``alarms`` counts them, ``earlier_alarms`` those before."""
+    if start < 0:
+        raise ValueError(f"the chart starts at a trial, 0 or later, not {start!r}")
+    design = cusum_design(p0, claims_per_check)
+    unit = math.log(design.p1 / design.p0) / design.error_step
+    start = min(start, len(errors))
+    _, earlier, _ = _run(errors[:start], design, 0) if start else (0, 0, ())
+    statistic, alarms, latest = _run(errors[start:], design, start)
     return Drift(
         flag=alarms > 0,
         checks=latest,
@@ -270,6 +290,8 @@ def drift(
         statistic=statistic * unit,
         threshold=design.threshold * unit,
         design=design,
+        start=start,
+        earlier_alarms=earlier,
     )
 
 
@@ -300,6 +322,11 @@ class CheckLabel:
         return self.given == self.gold if self.correct is None else self.correct
 
 
+def drift_errors(labels: Sequence[CheckLabel]) -> list[bool]:
+    """The drift chart's trials of a reviewer's check labels (in order): True for an error."""
+    return [not x.right for x in labels if x.field == DRIFT_FIELD]
+
+
 ACCURACY_ONLY = "not one label from a list (accuracy only)"
 
 
@@ -311,14 +338,15 @@ def reviewer_checks(
     claims_per_check: float = 1.0,
     n_boot: int = 1000,
     seed: int = 0,
+    start: int = 0,
 ) -> dict:
     """A reviewer's checks, in the order they were made, as the Reviewers report shows them:
     ``n`` checks; for each of ``fields`` (name -> (labels, weighting), or None for a field
     whose value is no single label: citations, failure labels) accuracy with its Wilson
     interval and, where the field has a label list, kappa against gold with the bootstrap over
     checks; and the drift chart over DRIFT_FIELD (designed for ``claims_per_check``, the
-    project's), naming the checks that raised its latest alarm. A label outside its field's
-    list is no item of that field."""
+    project's) from trial ``start`` on (where a lead last cleared the flag), naming the checks
+    that raised its latest alarm. A label outside its field's list is no item of that field."""
     accuracy = {}
     for name, spec in fields.items():
         items = [x for x in labels if x.field == name]
@@ -352,7 +380,7 @@ def reviewer_checks(
             "kappa_undefined_reason": result.kappa.kappa_undefined_reason,
         }
     watched = [x for x in labels if x.field == DRIFT_FIELD]
-    chart = drift([not x.right for x in watched], p0=p0, claims_per_check=claims_per_check)
+    chart = drift(drift_errors(labels), p0=p0, claims_per_check=claims_per_check, start=start)
     named = list(dict.fromkeys(watched[i].check for i in chart.checks))
     return {
         "n": len(dict.fromkeys(x.group for x in labels)),

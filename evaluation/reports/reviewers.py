@@ -9,7 +9,9 @@ One row per reviewer of the project (and anyone who submitted a label set in it 
 - Cohen's kappa with each co-reviewer, per field, over the items both labelled (every pair of
   reviewers of an answer, not only its first two), with n and the bootstrap over answers;
 - on gold checks: accuracy per field with a Wilson interval, kappa against gold, and the drift
-  flag naming the checks that raised it (evaluation.quality).
+  flag naming the checks that raised it (evaluation.quality), the chart run from where a lead
+  last cleared the flag (annotate.models.DriftClearance; `drift.cleared` says who, when and
+  after how many claims).
 
 The pure statistics live in evaluation.operations, evaluation.agreement and
 evaluation.quality; this module reads the project (a fixed number of queries whatever its size) and
@@ -35,6 +37,7 @@ from annotate.models import (
     Claim,
     ClaimLabel,
     Decision,
+    DriftClearance,
     GoldCheck,
     Membership,
     Project,
@@ -47,6 +50,7 @@ from evaluation.quality import (
     DEFAULT_TARGET_ERROR_RATE,
     CheckLabel,
     cusum_design,
+    drift_errors,
     reviewer_checks,
 )
 from evaluation.reports.agreement import LABELS, answer_report_fields, claim_report_fields
@@ -84,6 +88,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
     names = _reviewers(project, {a["reviewer_id"] for a in assignments.all})
     p0 = DEFAULT_TARGET_ERROR_RATE
     per_check = claims_per_check(project, assignments.all, claims_of)
+    cleared = latest_clearances(project)
     kappas = _kappa_with(assignments.labelled, claim_labels, fields, n_boot=n_boot, seed=seed)
     overruled = _overruled(project, assignments.labelled, claim_labels)
     rows = []
@@ -102,6 +107,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
             claims_per_check=per_check,
             n_boot=n_boot,
             seed=seed,
+            start=cleared[reviewer_id]["trials"] if reviewer_id in cleared else 0,
         )
         others = {
             names[other]: entry
@@ -129,7 +135,7 @@ def reviewers_report(project: Project, *, n_boot: int = 1000, seed: int = 0) -> 
                 "overruled": ruled.overruled,
                 "adjudicated_fields": ruled.adjudicated,
                 "checks": {"n": quality["n"], "accuracy": quality["accuracy"]},
-                "drift": quality["drift"],
+                "drift": {**quality["drift"], "cleared": cleared.get(reviewer_id)},
                 "kappa_with": others,
                 "undefined": {key: reason for key, reason in reasons.items() if reason},
             }
@@ -369,6 +375,37 @@ def claims_per_check(project: Project, assignments: list[dict], claims_of: dict[
     answers |= {a["answer_id"] for a in assignments if a["is_check"]}
     counts = [claims_of.get(pk, 0) for pk in answers] if answers else list(claims_of.values())
     return max(1.0, sum(counts) / len(counts)) if counts else 1.0
+
+
+def latest_clearances(project: Project) -> dict[int, dict]:
+    """reviewer -> the latest clearance of their drift flag: {by, at, trials}. One query."""
+    out: dict[int, dict] = {}
+    rows = DriftClearance.objects.filter(project=project).order_by("cleared_at", "pk")
+    for reviewer_id, by, at, seen in rows.values_list(
+        "reviewer_id", "cleared_by__username", "cleared_at", "trials"
+    ):
+        out[reviewer_id] = {"by": by, "at": at.isoformat(), "trials": seen}
+    return out
+
+
+def drift_inputs(project: Project, reviewer_id: int) -> tuple[list[bool], float, dict | None]:
+    """What one reviewer's drift chart runs on, read as the report reads it: (their check
+    errors in the chart's order, the project's claims per check, their latest clearance).
+    For the lead's action of clearing the flag (evaluation.clearances)."""
+    assignments = list(
+        Assignment.objects.filter(
+            project=project, status=Assignment.Status.SUBMITTED, is_check=True
+        ).values("answer_id", "is_check")
+    )
+    claims_of = dict(
+        Claim.objects.filter(answer__project=project)
+        .values("answer_id")
+        .annotate(n=Count("pk"))
+        .values_list("answer_id", "n")
+    )
+    errors = drift_errors(project_checks(project).get(reviewer_id, ()))
+    per_check = claims_per_check(project, assignments, claims_of)
+    return errors, per_check, latest_clearances(project).get(reviewer_id)
 
 
 def project_checks(project: Project) -> dict[int, list[CheckLabel]]:

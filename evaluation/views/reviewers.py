@@ -8,12 +8,18 @@ from __future__ import annotations
 import io
 from urllib.parse import urlencode
 
-from django.http import HttpResponse
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_POST
 
 from annotate.common import computed, csvsafe
 from annotate.common.pages import render_page
 from annotate.common.roles import project_view
 from annotate.models import Role
+from evaluation import clearances
 from evaluation.report_kinds import REVIEWERS
 from evaluation.views.agreement import FIELD_TITLES
 
@@ -138,6 +144,34 @@ def reviewers(request, project, role):
     return render_page(request, TEMPLATE, context, partial="reviewers-table")
 
 
+@require_POST
+@project_view(Role.LEAD)
+def clear_drift(request, project, role, username):
+    """The lead has dealt with a reviewer's drift flag: the chart restarts after the check
+    claims the page showed (its `trials`), and the page, computed again, says who cleared it."""
+    raw = request.POST.get("trials", "")
+    trials = int(raw) if raw.isdigit() else None
+    back = reverse("reviewers", args=[project.slug])
+    if trials is None:
+        messages.error(request, f"Nothing cleared: the page sent no count of {username}'s checks.")
+        return redirect(back)
+    try:
+        done = clearances.clear_drift(
+            project=project, lead=request.user, username=username, trials=trials
+        )
+    except clearances.NotAReviewer as exc:
+        raise Http404(str(exc)) from exc
+    except clearances.NothingToClear as exc:
+        messages.error(request, f"Nothing cleared: {exc}")
+    else:
+        messages.success(
+            request,
+            f"Drift flag of {username} cleared after {done.clearance.trials} check claims: "
+            "the chart starts again from their next check.",
+        )
+    return redirect(back)
+
+
 # The undefined rates of a row (report["reviewers"][i]["undefined"]) as the notes name them.
 UNDEFINED_WHAT = {
     "seconds_per_claim": "seconds per claim",
@@ -161,8 +195,13 @@ def _shown(row: dict, field: str, names: list[str]) -> dict:
     """A row as the page shows it: the chosen field's accuracy and kappas, each co-reviewer
     in the order of the matrix (None on the diagonal)."""
     kappas = row["kappa_with"]
+    cleared = row["drift"].get("cleared")
     return {
         **row,
+        "cleared": cleared,
+        "cleared_at": parse_datetime(cleared["at"]) if cleared else None,
+        # the claims the chart has run over: since the latest clearance
+        "drift_since": row["drift"]["trials"] - row["drift"].get("start", 0),
         "accuracy": _accuracy(row, field),
         "kappa_cells": [
             (other, None if other == row["username"] else (kappas.get(other) or {}).get(field))

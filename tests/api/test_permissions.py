@@ -140,6 +140,8 @@ def endpoints(w, number=None) -> list[tuple[str, str, dict | None, str, int]]:
         ("GET", "releases/v1/diff/?before=v1", None, LEAD, 200),
         ("GET", "agreement/", None, LEAD, 200),
         ("GET", "reviewers/", None, LEAD, 200),
+        # alice took no check: no drift flag to clear
+        ("POST", "reviewers/alice/clear-drift/", None, LEAD, 400),
         ("GET", "evaluation/", None, LEAD, 200),
         ("GET", "evaluation/compare/?a=baseline&b=verifier", None, LEAD, 200),
         ("GET", "judge-runs/", None, LEAD, 200),

@@ -110,19 +110,28 @@ def build(project: Project, *, alice, carol, lead, decisions: int = 4) -> Projec
 DRIFTING = frozenset(range(13, 23))
 
 
-def take_checks(project: Project, reviewer, *, wrong: set[int], seed: int = 3) -> list[int]:
+def take_checks(
+    project: Project,
+    reviewer,
+    *,
+    wrong: set[int],
+    seed: int = 3,
+    limit: int | None = None,
+    day: int = 5,
+) -> list[int]:
     """Mark every decided answer a check, and let `reviewer` take checks through the queue
-    (check rate 1) until none is left, labelling each claim's support as gold has it except
-    the claims at the positions in `wrong` (counted over the checks' claims in order), which
-    get another label. Returns the task numbers of the checks, in order."""
+    (check rate 1) until none is left (or `limit` are taken: a later call, on a later `day`,
+    takes the rest), labelling each claim's support as gold has it except the claims at the
+    positions in `wrong` (counted over this call's claims in order), which get another
+    label. Returns the task numbers of the checks, in order."""
     lead = project.memberships.filter(role="lead").first().user
     mark_all_decided(project=project, lead=lead)
     project = set_check_rate(project=project, rate=1.0)
     rng = random.Random(seed)
     position = 0
-    taken = []
-    at = DAY_1 + timedelta(days=5)
-    while True:
+    taken: list[int] = []
+    at = DAY_1 + timedelta(days=day)
+    while limit is None or len(taken) < limit:
         with freeze_time(at):
             task = next_task(project=project, reviewer=reviewer, rng=rng)
         if task is None or not task.is_check:

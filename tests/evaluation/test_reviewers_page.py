@@ -49,6 +49,10 @@ def url(project, **query) -> str:
     return base + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
+# Elements without an end tag (<br>, a form's <input>).
+VOID = frozenset({"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"})
+
+
 class Cells(HTMLParser):
     """Each reviewer row's cells (data-cell) as text, in the order the rows come."""
 
@@ -66,6 +70,8 @@ class Cells(HTMLParser):
             self.rows.append((attrs["data-reviewer"], {}))
         if "data-drift" in attrs:
             self.drift.append(attrs["data-drift"])
+        if tag in VOID:  # no end tag follows: it opens nothing
+            return
         self._level += 1
         if "data-cell" in attrs and self.rows:
             self._cell.append(attrs["data-cell"])

@@ -18,7 +18,8 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []  # as agreement: nothing here needs them
     help = (
         "Per reviewer: tasks, seconds per claim, submissions per day, share overruled, accuracy "
-        "on gold checks, the drift flag and kappa with each co-reviewer."
+        "on gold checks, the drift flag (since a lead last cleared it) and kappa with each "
+        "co-reviewer."
     )
 
     def add_arguments(self, parser):
@@ -61,6 +62,13 @@ class Command(BaseCommand):
                 if drift["flag"]
                 else ("none" if drift["trials"] else "—")
             )
+            cleared = drift.get("cleared")
+            if cleared:
+                flag += (
+                    f" (cleared by {cleared['by'] or 'a former account'} {cleared['at'][:10]}"
+                    f" after {cleared['trials']} claims; {drift['earlier_alarms']} earlier"
+                    f" alarm{'' if drift['earlier_alarms'] == 1 else 's'})"
+                )
             self.stdout.write(
                 f"{row['username']:<16}{row['tasks']:>6}{_number(spent['median']):>9}"
                 f"{_number(spent['p90']):>8}{_number(row['per_day']):>7}{ruled:>14}"
