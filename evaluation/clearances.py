@@ -18,8 +18,6 @@ from django.db import transaction
 from annotate.common import computed
 from annotate.common.errors import ServiceError
 from annotate.models import Assignment, DriftClearance, Membership, Project, Role
-from evaluation.quality import DEFAULT_TARGET_ERROR_RATE, drift
-from evaluation.reports.reviewers import drift_inputs
 
 
 class NotAReviewer(ServiceError):
@@ -62,6 +60,12 @@ def clear_drift(*, project: Project, lead, username: str, trials: int | None = N
     is not cleared unseen; by default all of them now. Refused when no alarm was raised after
     the latest clearance within those claims, or when ``trials`` is not a count of theirs.
     The clearance row is the audit record of the action (who, when, after how many)."""
+    # late import: heavy library (memory) -- the drift chart (numpy), which a web worker
+    from evaluation.quality import DEFAULT_TARGET_ERROR_RATE, drift
+
+    # late import: heavy library (memory) -- showing stored reports never needs (numpy)
+    from evaluation.reports.reviewers import drift_inputs
+
     computed.lock(project)  # first: this write moves the revision (computed.lock says why)
     reviewer = _reviewer(project, username)
     errors, per_check, before = drift_inputs(project, reviewer.pk)
