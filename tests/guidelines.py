@@ -38,6 +38,15 @@ def label_lines() -> dict[str, list[bytes]]:
 def versioned(reviewer_a, reviewer_b, lead, outsider) -> Project:
     """The demo with guidelines v1, both reviewers' label sets of its first half of answers
     imported under v1, then guidelines v2 and the second half's label sets under it."""
+    project, second_half = first_half_under_v1(reviewer_a, reviewer_b, lead)
+    update_guidelines(project=project, guidelines=V2, author=lead)
+    import_labels(lines=second_half, project=project)
+    return Project.objects.get(pk=project.pk)
+
+
+def first_half_under_v1(reviewer_a, reviewer_b, lead) -> tuple[Project, list[bytes]]:
+    """The demo with guidelines v1, open, both reviewers' label sets of the first half of its
+    answers imported; and the second half's label lines, for the test to import later."""
     project = import_fixture("demo.jsonl", "demo")
     for person in (reviewer_a, reviewer_b):
         add_member(project=project, username=person.username, role=Role.REVIEWER)
@@ -47,9 +56,7 @@ def versioned(reviewer_a, reviewer_b, lead, outsider) -> Project:
     answers = list(label_lines().values())
     half = len(answers) // 2
     import_labels(lines=[line for lines in answers[:half] for line in lines], project=project)
-    update_guidelines(project=project, guidelines=V2, author=lead)
-    import_labels(lines=[line for lines in answers[half:] for line in lines], project=project)
-    return Project.objects.get(pk=project.pk)
+    return project, [line for lines in answers[half:] for line in lines]
 
 
 def answers_under(project, version: int) -> set[int]:

@@ -26,12 +26,17 @@ from itertools import combinations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count
 from django.utils import timezone
 
 from annotate.checks.selectors import NOT_COMPARED, check_results
-from annotate.gold.pairs import answer_fields, claim_fields, claim_values, comparable
+from annotate.gold.pairs import (
+    answer_fields,
+    claim_fields,
+    claim_label_values,
+    claim_values,
+    comparable,
+)
 from annotate.models import (
     Assignment,
     Claim,
@@ -188,18 +193,7 @@ def _claim_labels(project: Project) -> dict[int, list[tuple[int, int, dict]]]:
     them). One query; JSON columns as text, decoded through the gold derivation's cache."""
     rows = ClaimLabel.objects.filter(
         assignment__project=project, assignment__status=Assignment.Status.SUBMITTED
-    ).values_list(
-        "assignment_id",
-        "claim_id",
-        "claim__ordinal",
-        "support",
-        "severity",
-        "requires_evidence",
-        Cast("citations", TextField()),
-        Cast("evidence_ids", TextField()),
-        "evidence_quote",
-        "note",
-    )
+    ).values_list(*claim_label_values())
     out: dict[int, list[tuple[int, int, dict]]] = defaultdict(list)
     for row in rows.order_by("assignment_id", "claim__ordinal"):
         out[row[0]].append((row[1], row[2], claim_values(row)))

@@ -18,14 +18,12 @@ from rest_framework.test import APIClient
 
 from annotate.adjudication import reaudit
 from annotate.imports.label_import import import_labels
-from annotate.members.services import add_member
-from annotate.models import Answer, Decision, Project, Reaudit, Role
-from annotate.projects.opening import open_labelling
+from annotate.models import Answer, Decision, Project, Reaudit
 from annotate.projects.services import update_guidelines
 from tests import guidelines
 from tests.api import API, token_client
-from tests.conftest import PASSWORD, import_fixture
-from tests.guidelines import V1, V2, V3, answers_under, decide_everything, label_lines, settled
+from tests.conftest import PASSWORD
+from tests.guidelines import V2, V3, answers_under, decide_everything, settled
 
 versioned = guidelines.versioned  # fixture
 
@@ -38,21 +36,13 @@ def decided(reviewer_a, reviewer_b, lead, outsider) -> dict:
     and one of their disagreements adjudicated (`under_v1`); then guidelines v2, the second
     half labelled under it, and another disagreement of the first half adjudicated under v2
     (`under_v2`). Returns the project and both answers' pks."""
-    project = import_fixture("demo.jsonl", "demo")
-    for person in (reviewer_a, reviewer_b):
-        add_member(project=project, username=person.username, role=Role.REVIEWER)
-    add_member(project=project, username=lead.username, role=Role.LEAD)
-    update_guidelines(project=project, guidelines=V1, author=lead)
-    project = open_labelling(project=project)
-    answers = list(label_lines().values())
-    half = len(answers) // 2
-    import_labels(lines=[line for lines in answers[:half] for line in lines], project=project)
+    project, second_half = guidelines.first_half_under_v1(reviewer_a, reviewer_b, lead)
     disagreements = sorted(answers_under(project, 1) - settled(project))
     under_v1, under_v2 = disagreements[0], disagreements[1]
     decide_everything(project, Answer.objects.get(pk=under_v1), lead)
     update_guidelines(project=project, guidelines=V2, author=lead)
     project.refresh_from_db()
-    import_labels(lines=[line for lines in answers[half:] for line in lines], project=project)
+    import_labels(lines=second_half, project=project)
     decide_everything(project, Answer.objects.get(pk=under_v2), lead)
     return {
         "project": Project.objects.get(pk=project.pk),
