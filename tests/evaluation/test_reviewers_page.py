@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -338,3 +339,14 @@ def test_the_demo_as_make_run_loads_it_fills_the_page(client):
     raised = page["carol"]["drift"]
     assert raised.startswith("raised by checks ")
     assert page["carol"]["drift-checks"] == ", ".join(map(str, numbers[10:17]))
+
+
+def test_the_drift_note_states_the_chart_s_exact_design(project, as_lead):
+    """The note under the table gives the design the report ran: its false-flag rate in 200
+    checks, its run length and its detection at the project's claims per check."""
+    design = reviewers_report(project)["drift_design"]
+    text = squash(re.sub(r"<[^>]+>", " ", as_lead.get(url(project)).content.decode()))
+    assert f"within 200 checks in {100 * design['false_flag_rate']:.1f}% of cases" in text
+    assert f"about one false alarm in {design['in_control_run_length']:,.0f} checks" in text
+    assert f"within 40 checks with probability {100 * design['detection']:.1f}%" in text
+    assert f"at this project's {design['claims_per_check']:.1f} claims per check" in text
